@@ -1,0 +1,5 @@
+"""`python -m nsysreport` runs the command line."""
+
+from nsysreport.cli import main
+
+main()

@@ -1,0 +1,231 @@
+"""The nsysreport command line: parse, call the library, print; the one place errors become exits."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from nsysreport import __version__
+from nsysreport.errors import NsysReportError, OptionError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help=(
+        "Where multi-GPU step time goes, from Nsight Systems SQLite exports.\n\n"
+        "Example: nsysreport trace.sqlite  (writes trace.report.html beside the trace)"
+    ),
+)
+SUBCOMMANDS = ("report", "queries", "query")
+T = TypeVar("T")
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point: `nsysreport TRACE` is short for `nsysreport report TRACE`."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] not in SUBCOMMANDS and not args[0].startswith("-"):
+        args.insert(0, "report")
+    app(args=args, prog_name="nsysreport")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"nsysreport {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Where multi-GPU step time goes, from Nsight Systems SQLite exports."""
+
+
+def _fail(exc: NsysReportError) -> typer.Exit:
+    typer.echo(f"Error: {exc}", err=True)
+    return typer.Exit(2 if isinstance(exc, OptionError) else 1)
+
+
+def _run(action: Callable[[], T]) -> T:
+    """Run `action`, turning nsysreport's errors into one line on stderr and an exit status."""
+    try:
+        return action()
+    except NsysReportError as exc:
+        raise _fail(exc) from None
+
+
+@app.command()
+def report(
+    trace: Annotated[
+        Path, typer.Argument(help="Nsight Systems SQLite export (nsys export --type sqlite).")
+    ],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Report path (.html, or .pdf for a PDF only). Default: TRACE.report.html beside the trace.",
+        ),
+    ] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Also write every metric as JSON (- for stdout).")
+    ] = None,
+    pdf: Annotated[bool, typer.Option("--pdf", help="Also write a PDF beside the HTML.")] = False,
+    top: Annotated[
+        int, typer.Option(min=1, help="Rows in the top-N tables (gaps per GPU, kernels per class).")
+    ] = 10,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+) -> None:
+    """Write an HTML report of where each GPU's time goes, and print a summary.
+
+    Example: nsysreport report trace.sqlite --json metrics.json
+    """
+    from nsysreport.load import open_trace
+    from nsysreport.model import as_json, build_report
+    from nsysreport.render import render_html, write_pdf
+
+    def work() -> None:
+        with _progress(quiet) as progress:
+            progress("checking the trace")
+            con = open_trace(trace, progress=lambda table: progress(f"loading {table}"))
+            progress("analysing")
+            model = build_report(con, trace, top=top)
+            progress("rendering")
+            html = render_html(model, _generated_at())
+        out = output or trace.with_name(trace.name.removesuffix(".sqlite") + ".report.html")
+        written: list[Path] = []
+        if out.suffix.lower() == ".pdf":
+            _write_atomic(out, lambda tmp: write_pdf(html, tmp))
+            written.append(out)
+        else:
+            _write_atomic(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))
+            written.append(out)
+            if pdf:
+                pdf_path = out.with_suffix(".pdf")
+                _write_atomic(pdf_path, lambda tmp: write_pdf(html, tmp))
+                written.append(pdf_path)
+        if json_path is not None:
+            text = json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
+            if str(json_path) == "-":
+                sys.stdout.write(text)
+                quiet_summary = True
+            else:
+                _write_atomic(json_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+                written.append(json_path)
+                quiet_summary = quiet
+        else:
+            quiet_summary = quiet
+        if not quiet_summary:
+            from nsysreport.summary import print_summary
+
+            print_summary(model, written)
+
+    _run(work)
+
+
+@app.command("queries")
+def list_queries() -> None:
+    """List the SQL analyses in queries/ with their one-line summaries.
+
+    Example: nsysreport queries
+    """
+    from nsysreport.queries import query_files, view_files
+
+    for q in query_files():
+        params = " ".join(f"${p.name}={p.default}" for p in q.params)
+        typer.echo(f"{q.name:<16} {q.summary}" + (f"  [{params}]" if params else ""))
+    typer.echo("\nViews (usable in any query): " + ", ".join(v.name for v in view_files()))
+
+
+@app.command("query")
+def query(
+    name: Annotated[str, typer.Argument(help="Query name, as `nsysreport queries` lists it.")],
+    trace: Annotated[Path, typer.Argument(help="Nsight Systems SQLite export.")],
+    csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="Query parameter NAME=VALUE (repeatable)."),
+    ] = None,
+) -> None:
+    """Run one SQL analysis on a trace and print its rows.
+
+    Example: nsysreport query gap_top trace.sqlite --param top=5 --csv
+    """
+    from nsysreport.load import open_trace
+    from nsysreport.queries import find_query, run_query
+
+    def work() -> None:
+        params = _parse_params(param or [])
+        find_query(name)  # an unknown name fails before the trace is loaded
+        frame = run_query(open_trace(trace), name, params)
+        if csv:
+            sys.stdout.write(frame.write_csv())
+        else:
+            import polars as pl
+
+            with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
+                typer.echo(str(frame))
+
+    _run(work)
+
+
+def _parse_params(items: list[str]) -> dict[str, str]:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise OptionError(f"--param {item!r}: expected NAME=VALUE")
+        params[key] = value
+    return params
+
+
+def _generated_at() -> str:
+    """UTC time of the report; SOURCE_DATE_EPOCH (the reproducible-builds convention) fixes it."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _write_atomic(path: Path, write: Callable[[Path], Any]) -> None:
+    """Write through a temporary file in the same folder, so a failure leaves no partial file."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OptionError(f"{path}: cannot write there ({exc.strerror})") from exc
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner on stderr while loading and analysing, only when stderr is a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda message: None
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status("nsysreport") as status:
+        yield lambda message: status.update(f"nsysreport: {message}")

@@ -1,0 +1,156 @@
+"""Find, document, check and run the SQL files in queries/ (the analysis lives there, not here)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nsysreport.errors import OptionError
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars as pl
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+HEADER_LINE = re.compile(r"^--\s?(.*)$")
+SUMMARY = re.compile(r"^(\w+):\s*(.+)$")
+# A documented parameter or column: `$name TYPE default meaning` or `name TYPE meaning`.
+PARAM_DOC = re.compile(r"^\s+\$(\w+)\s+(\w+)\s+(\S+)\s+(.+)$")
+COLUMN_DOC = re.compile(r"^\s+(\w+)\s+(\w+(?:\[\])?)\s+(.+)$")
+PARAM_TYPES: dict[str, type] = {"BIGINT": int, "INTEGER": int, "DOUBLE": float, "VARCHAR": str}
+
+
+def resource_dir(name: str) -> Path:
+    """`queries/` or `templates/`: inside the installed package, else beside it in a checkout."""
+    packaged = PACKAGE_DIR / name
+    return packaged if packaged.is_dir() else PACKAGE_DIR.parent / name
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    name: str
+    type: str
+    default: int | float | str
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnDoc:
+    name: str
+    type: str
+    meaning: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueryFile:
+    """One SQL file and the contract its header states."""
+
+    name: str
+    path: Path
+    summary: str
+    params: tuple[Param, ...]
+    columns: tuple[ColumnDoc, ...]
+    sql: str
+
+
+def parse_query_file(path: Path) -> QueryFile:
+    """Read a SQL file's header: `-- name: summary`, free text, `Params:` and `Columns:`."""
+    sql = path.read_text(encoding="utf-8")
+    header = []
+    for line in sql.splitlines():
+        match = HEADER_LINE.match(line)
+        if not match:
+            break
+        header.append(match.group(1))
+    first = SUMMARY.match(header[0]) if header else None
+    if not first or first.group(1) != path.stem:
+        raise ValueError(f"{path}: must start with '-- {path.stem}: <one-line summary>'")
+    params: list[Param] = []
+    columns: list[ColumnDoc] = []
+    section = ""
+    for line in header[1:]:
+        if line.strip() in ("Params:", "Columns:"):
+            section = line.strip()
+        elif section == "Params:" and (p := PARAM_DOC.match(line)):
+            name, type_, default, meaning = p.groups()
+            params.append(Param(name, type_, PARAM_TYPES[type_](default), meaning))
+        elif section == "Columns:" and (c := COLUMN_DOC.match(line)):
+            columns.append(ColumnDoc(*c.groups()))
+    return QueryFile(path.stem, path, first.group(2), tuple(params), tuple(columns), sql)
+
+
+@cache
+def view_files() -> tuple[QueryFile, ...]:
+    """The CREATE VIEW files, one view each, in queries/views/."""
+    return tuple(
+        parse_query_file(p) for p in sorted((resource_dir("queries") / "views").glob("*.sql"))
+    )
+
+
+@cache
+def query_files() -> tuple[QueryFile, ...]:
+    """The report queries, one SELECT each, in queries/."""
+    return tuple(parse_query_file(p) for p in sorted(resource_dir("queries").glob("*.sql")))
+
+
+def find_query(name: str) -> QueryFile:
+    for query in query_files():
+        if query.name == name:
+            return query
+    names = ", ".join(q.name for q in query_files())
+    raise OptionError(f"no query named {name!r}; the queries are: {names}")
+
+
+def create_views(
+    con: duckdb.DuckDBPyConnection, class_rules: Sequence[tuple[str, str]] | None = None
+) -> None:
+    """Create the kernel-class rule table and every view (in dependency order)."""
+    import duckdb
+
+    from nsysreport.kernel_classes import DEFAULT_RULES
+
+    rules = DEFAULT_RULES if class_rules is None else class_rules
+    con.execute(
+        "CREATE OR REPLACE TABLE kernel_class_rule (priority INTEGER, class VARCHAR, pattern VARCHAR)"
+    )
+    con.executemany(
+        "INSERT INTO kernel_class_rule VALUES (?, ?, ?)",
+        [(i, cls, pattern) for i, (cls, pattern) in enumerate(rules)],
+    )
+    pending = list(view_files())
+    # Views read other views; retry the ones whose dependencies do not exist yet.
+    while pending:
+        failed: list[QueryFile] = []
+        last_error: duckdb.Error | None = None
+        for view in pending:
+            try:
+                con.execute(view.sql)
+            except duckdb.CatalogException as exc:
+                failed.append(view)
+                last_error = exc
+        if len(failed) == len(pending) and last_error is not None:
+            raise last_error
+        pending = failed
+
+
+def run_query(
+    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object] | None = None
+) -> pl.DataFrame:
+    """Run queries/<name>.sql with its documented defaults overridden by `params`."""
+    query = find_query(name)
+    given = dict(params or {})
+    unknown = set(given) - {p.name for p in query.params}
+    if unknown:
+        raise OptionError(f"query {name} has no parameter {sorted(unknown)[0]!r}")
+    values: dict[str, object] = {}
+    for p in query.params:
+        value = given.get(p.name, p.default)
+        try:
+            values[p.name] = PARAM_TYPES[p.type](value)
+        except ValueError as exc:
+            raise OptionError(f"query {name}: parameter {p.name} must be {p.type}") from exc
+    return con.execute(query.sql, values).pl()

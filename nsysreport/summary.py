@@ -1,0 +1,51 @@
+"""The terminal summary: a per-GPU breakdown table, the verdict and the files written."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from nsysreport.model import Report
+from nsysreport.units import fmt_count, fmt_ns, fmt_pct
+
+
+def print_summary(report: Report, written: Sequence[Path]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    for trace in report.traces:
+        simulated = " [bold yellow](simulated)[/]" if trace.simulated else ""
+        console.print(f"[bold]{trace.path}[/]{simulated}  nsys {trace.nsys_version or '?'}")
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for heading in (
+        "GPU",
+        "pid",
+        "dev",
+        "span",
+        "compute",
+        "exp. comm",
+        "exp. memcpy",
+        "idle",
+        "overlap",
+        "gaps",
+    ):
+        table.add_column(heading, justify="left" if heading == "GPU" else "right")
+    for g in report.gpus:
+        shares = g.shares_pct
+        table.add_row(
+            f"rank {g.rank}",
+            str(g.pid),
+            str(g.device_id),
+            fmt_ns(g.span_ns),
+            fmt_pct(shares["compute"]),
+            fmt_pct(shares["exposed comm"]),
+            fmt_pct(shares["exposed memcpy"]),
+            fmt_pct(shares["idle"]),
+            fmt_pct(g.overlap_pct),
+            fmt_count(g.gaps.count),
+        )
+    console.print(table)
+    console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}")
+    for path in written:
+        console.print(f"Wrote {path}")

@@ -1,0 +1,36 @@
+"""Formatting of nanoseconds, bytes, percentages and counts for people (never for JSON)."""
+
+from __future__ import annotations
+
+
+def pct(part: float, whole: float) -> float | None:
+    """100 * part / whole, or None when the whole is zero."""
+    return 100.0 * part / whole if whole else None
+
+
+def fmt_ns(ns: float | None) -> str:
+    """A duration with a unit that keeps three significant digits: 850 ns, 12.3 µs, 4.56 s."""
+    if ns is None:
+        return "–"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if abs(ns) >= scale:
+            value = ns / scale
+            return f"{value:.3g} {unit}" if abs(value) < 100 else f"{value:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def fmt_pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}%"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "–"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_count(n: int | None) -> str:
+    return "–" if n is None else f"{n:,}"

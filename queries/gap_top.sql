@@ -1,0 +1,81 @@
+-- gap_top: each GPU's longest idle gaps, what ran either side, and the sync call behind them
+--
+-- `before_*` is the activity whose end opened the gap, `after_*` the one whose start closed
+-- it. `sync_call` names a synchronising CUDA call (cudaDeviceSynchronize,
+-- cudaStreamSynchronize, cudaEventSynchronize, synchronous cudaMemcpy, or their driver
+-- equivalents) that the thread which launched the `after` activity was inside during the
+-- gap - the likely cause: the host waited, then had to launch more work. When several
+-- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
+--
+-- Params:
+--   $top   INTEGER   10   gaps kept per GPU
+--
+-- Columns:
+--   pid            BIGINT    process id
+--   device_id      BIGINT    nsys GPU id
+--   gap_rank       BIGINT    1 = longest gap of the GPU
+--   start_ns       BIGINT    gap start
+--   duration_ns    BIGINT    gap length
+--   before_name    VARCHAR   activity that ended at the gap start
+--   before_class   VARCHAR   its class
+--   after_name     VARCHAR   activity that started at the gap end
+--   after_class    VARCHAR   its class
+--   sync_call      VARCHAR   synchronising API call covering the gap, or NULL
+WITH gaps AS (
+    SELECT *, row_number() OVER (
+        PARTITION BY pid, device_id ORDER BY duration_ns DESC, start_ns
+    ) AS gap_rank
+    FROM gpu_segment
+    WHERE n_all = 0
+),
+top AS (SELECT * FROM gaps WHERE gap_rank <= $top),
+ends AS (
+    SELECT before_source AS source, before_id AS activity_id FROM top
+    UNION
+    SELECT after_source, after_id FROM top
+),
+named AS (
+    SELECT a.source, a.activity_id, a.global_pid, a.correlation_id, a.class,
+        coalesce(k.name, m.name) AS name
+    FROM ends AS e
+    JOIN activity AS a ON a.source = e.source AND a.activity_id = e.activity_id
+    LEFT JOIN kernel AS k ON a.source = 'kernel' AND k.kernel_id = a.activity_id
+    LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
+),
+syncs AS (
+    SELECT global_tid, start_ns, end_ns, name
+    FROM launch
+    WHERE name IN (
+        'cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
+        'cudaMemcpy', 'cudaMemcpy2D', 'cudaMemcpy3D', 'cudaMemcpyToSymbol',
+        'cudaMemcpyFromSymbol', 'cuCtxSynchronize', 'cuStreamSynchronize',
+        'cuEventSynchronize', 'cuMemcpyDtoH', 'cuMemcpyHtoD', 'cuMemcpy'
+    )
+),
+causes AS (
+    SELECT t.pid, t.device_id, t.gap_rank,
+        arg_max(s.name, least(s.end_ns, t.end_ns) - greatest(s.start_ns, t.start_ns)) AS sync_call
+    FROM top AS t
+    JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
+    JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+    JOIN syncs AS s
+        ON s.global_tid = l.global_tid AND s.start_ns < t.end_ns AND s.end_ns > t.start_ns
+    GROUP BY ALL
+)
+SELECT
+    t.pid,
+    t.device_id,
+    t.gap_rank,
+    t.start_ns,
+    t.duration_ns,
+    b.name AS before_name,
+    b.class AS before_class,
+    a.name AS after_name,
+    a.class AS after_class,
+    c.sync_call
+FROM top AS t
+LEFT JOIN named AS b ON b.source = t.before_source AND b.activity_id = t.before_id
+LEFT JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
+LEFT JOIN causes AS c
+    ON c.pid = t.pid AND c.device_id = t.device_id AND c.gap_rank = t.gap_rank
+ORDER BY t.pid, t.device_id, t.gap_rank

@@ -1,0 +1,80 @@
+-- gpu_breakdown: per-GPU time breakdown; compute + exposed comm + exposed memcpy + idle = span
+--
+-- Definitions are METRICS.md's interval algebra: every *_ns is the length of a union of
+-- intervals (not a sum) unless the name ends in _sum_ns. Exposed communication is comm time
+-- during which no compute kernel runs on the same GPU, on any stream; exposed memcpy is copy
+-- time with neither compute nor comm running. overlap_pct is NULL when there is no comm.
+--
+-- Columns:
+--   pid                  BIGINT    process id
+--   device_id            BIGINT    nsys GPU id
+--   first_start_ns       BIGINT    first activity start
+--   last_end_ns          BIGINT    last activity end
+--   span_ns              BIGINT    last_end_ns - first_start_ns
+--   busy_ns              BIGINT    union of all activities
+--   idle_ns              BIGINT    span_ns - busy_ns
+--   compute_ns           BIGINT    union of compute kernels (gemm, attention, other)
+--   gemm_ns              BIGINT    union of GEMM kernels
+--   attention_ns         BIGINT    union of attention kernels
+--   comm_ns              BIGINT    union of communication kernels
+--   comm_sum_ns          BIGINT    sum of communication kernel durations
+--   exposed_comm_ns      BIGINT    comm union minus compute union
+--   overlapped_comm_ns   BIGINT    comm_ns - exposed_comm_ns
+--   overlap_pct          DOUBLE    100 * overlapped_comm_ns / comm_ns
+--   memcpy_ns            BIGINT    union of memcpys and memsets
+--   exposed_memcpy_ns    BIGINT    memcpy union minus (compute union + comm union)
+--   kernel_count         BIGINT    kernels, including those with end <= start
+--   comm_kernel_count    BIGINT    communication kernels
+--   memcpy_count         BIGINT    memcpys and memsets
+WITH seg AS (
+    SELECT pid, device_id,
+        min(start_ns) AS first_start_ns,
+        max(end_ns) AS last_end_ns,
+        sum(duration_ns) FILTER (n_all > 0) AS busy_ns,
+        sum(duration_ns) FILTER (n_all = 0) AS idle_ns,
+        sum(duration_ns) FILTER (n_compute > 0) AS compute_ns,
+        sum(duration_ns) FILTER (n_gemm > 0) AS gemm_ns,
+        sum(duration_ns) FILTER (n_attention > 0) AS attention_ns,
+        sum(duration_ns) FILTER (n_comm > 0) AS comm_ns,
+        sum(duration_ns) FILTER (n_comm > 0 AND n_compute = 0) AS exposed_comm_ns,
+        sum(duration_ns) FILTER (n_memcpy > 0) AS memcpy_ns,
+        sum(duration_ns) FILTER (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0)
+            AS exposed_memcpy_ns
+    FROM gpu_segment
+    GROUP BY pid, device_id
+),
+counts AS (
+    SELECT pid, device_id,
+        count(*) FILTER (source = 'kernel') AS kernel_count,
+        count(*) FILTER (class = 'comm') AS comm_kernel_count,
+        count(*) FILTER (class = 'memcpy') AS memcpy_count,
+        sum(end_ns - start_ns) FILTER (class = 'comm' AND end_ns > start_ns) AS comm_sum_ns
+    FROM activity
+    GROUP BY pid, device_id
+)
+SELECT
+    c.pid,
+    c.device_id,
+    s.first_start_ns,
+    s.last_end_ns,
+    coalesce(s.last_end_ns - s.first_start_ns, 0)::BIGINT AS span_ns,
+    coalesce(s.busy_ns, 0)::BIGINT AS busy_ns,
+    coalesce(s.idle_ns, 0)::BIGINT AS idle_ns,
+    coalesce(s.compute_ns, 0)::BIGINT AS compute_ns,
+    coalesce(s.gemm_ns, 0)::BIGINT AS gemm_ns,
+    coalesce(s.attention_ns, 0)::BIGINT AS attention_ns,
+    coalesce(s.comm_ns, 0)::BIGINT AS comm_ns,
+    coalesce(c.comm_sum_ns, 0)::BIGINT AS comm_sum_ns,
+    coalesce(s.exposed_comm_ns, 0)::BIGINT AS exposed_comm_ns,
+    (coalesce(s.comm_ns, 0) - coalesce(s.exposed_comm_ns, 0))::BIGINT AS overlapped_comm_ns,
+    CASE WHEN coalesce(s.comm_ns, 0) > 0
+        THEN 100.0 * (s.comm_ns - coalesce(s.exposed_comm_ns, 0)) / s.comm_ns END
+        AS overlap_pct,
+    coalesce(s.memcpy_ns, 0)::BIGINT AS memcpy_ns,
+    coalesce(s.exposed_memcpy_ns, 0)::BIGINT AS exposed_memcpy_ns,
+    c.kernel_count,
+    c.comm_kernel_count,
+    c.memcpy_count
+FROM counts AS c
+LEFT JOIN seg AS s ON s.pid = c.pid AND s.device_id = c.device_id
+ORDER BY c.pid, c.device_id

@@ -1,0 +1,24 @@
+-- activity: every GPU activity (kernel, memcpy, memset) with its one class
+--
+-- The unit of the interval algebra in METRICS.md. `activity_id` is unique only together with
+-- `source`. Memcpys and memsets are class `memcpy`.
+--
+-- Columns:
+--   source           VARCHAR   kernel, memcpy or memset
+--   activity_id      BIGINT    kernel_id or memcpy_id
+--   pid              BIGINT    process id
+--   global_pid       BIGINT    nsys global process id
+--   device_id        BIGINT    nsys GPU id
+--   stream_id        BIGINT    CUPTI stream id
+--   correlation_id   BIGINT    joins the launching API call within the process
+--   start_ns         BIGINT    GPU start
+--   end_ns           BIGINT    GPU end
+--   class            VARCHAR   comm, attention, gemm, other or memcpy
+CREATE VIEW activity AS
+SELECT 'kernel' AS source, kernel_id AS activity_id, pid, global_pid, device_id, stream_id,
+    correlation_id, start_ns, end_ns, class
+FROM kernel
+UNION ALL
+SELECT source, memcpy_id, pid, global_pid, device_id, stream_id, correlation_id, start_ns,
+    end_ns, 'memcpy'
+FROM memcpy

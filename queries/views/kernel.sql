@@ -1,0 +1,34 @@
+-- kernel: one row per CUDA kernel, with process, device, stream, times and class
+--
+-- `pid` is (globalPid >> 24) & 0xFFFFFF, as NVIDIA's reports compute it. Rows with
+-- end <= start are kept (they count as kernels) but carry no time in any analysis.
+--
+-- Columns:
+--   kernel_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_KERNEL
+--   pid              BIGINT    process id
+--   global_pid       BIGINT    nsys global process id (joins launch.global_pid)
+--   device_id        BIGINT    nsys GPU id (TARGET_INFO_GPU.id)
+--   stream_id        BIGINT    CUPTI stream id
+--   correlation_id   BIGINT    joins the launching API call within the process
+--   start_ns         BIGINT    GPU start
+--   end_ns           BIGINT    GPU end
+--   duration_ns      BIGINT    end_ns - start_ns
+--   name_id          BIGINT    StringIds id of the demangled name
+--   name             VARCHAR   demangled kernel name
+--   class            VARCHAR   comm, attention, gemm or other
+CREATE VIEW kernel AS
+SELECT
+    k.rowid AS kernel_id,
+    (k.globalPid >> 24) & 16777215 AS pid,
+    k.globalPid AS global_pid,
+    k.deviceId AS device_id,
+    k.streamId AS stream_id,
+    k.correlationId AS correlation_id,
+    k.start AS start_ns,
+    k."end" AS end_ns,
+    k."end" - k.start AS duration_ns,
+    k.demangledName AS name_id,
+    n.name,
+    n.class
+FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
+JOIN kernel_name AS n ON n.name_id = k.demangledName

@@ -1,0 +1,30 @@
+-- launch: CUDA runtime and driver API calls (the host side of every GPU activity)
+--
+-- Only eventClass 0 (runtime) and 1 (driver): exports made with --cudabacktrace repeat each
+-- call as class 67 with the same correlationId, which would double-count. The `_vNNNN`
+-- version suffix is stripped (cudaLaunchKernel_v7000 -> cudaLaunchKernel).
+--
+-- Columns:
+--   launch_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_RUNTIME
+--   pid              BIGINT    process id
+--   tid              BIGINT    thread id
+--   global_pid       BIGINT    nsys global process id (joins kernel.global_pid)
+--   global_tid       BIGINT    nsys global thread id
+--   correlation_id   BIGINT    joins GPU activities of the same process
+--   start_ns         BIGINT    call start
+--   end_ns           BIGINT    call end
+--   name             VARCHAR   API name without version suffix
+CREATE VIEW launch AS
+SELECT
+    r.rowid AS launch_id,
+    (r.globalTid >> 24) & 16777215 AS pid,
+    r.globalTid & 16777215 AS tid,
+    (r.globalTid >> 24) << 24 AS global_pid,
+    r.globalTid AS global_tid,
+    r.correlationId AS correlation_id,
+    r.start AS start_ns,
+    r."end" AS end_ns,
+    regexp_replace(coalesce(s.value, '<api ' || r.nameId || '>'), '_v[0-9]+$', '') AS name
+FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
+LEFT JOIN StringIds AS s ON s.id = r.nameId
+WHERE coalesce(r.eventClass, 0) IN (0, 1)

@@ -1,0 +1,64 @@
+-- memcpy: one row per CUDA memcpy or memset, with its copy kind and bytes
+--
+-- Memsets are included with copy_kind `memset`, as NVIDIA's reports label them. Copy-kind
+-- labels come from ENUM_CUDA_MEMCPY_OPER when the export has it (schema 3.x), else from the
+-- same fixed list (schema 2.x exports have no enum tables).
+--
+-- Columns:
+--   memcpy_id        BIGINT    row id within its source table
+--   source           VARCHAR   memcpy or memset
+--   pid              BIGINT    process id
+--   global_pid       BIGINT    nsys global process id
+--   device_id        BIGINT    nsys GPU id
+--   stream_id        BIGINT    CUPTI stream id
+--   correlation_id   BIGINT    joins the launching API call within the process
+--   start_ns         BIGINT    GPU start
+--   end_ns           BIGINT    GPU end
+--   duration_ns      BIGINT    end_ns - start_ns
+--   bytes            BIGINT    bytes copied or set
+--   copy_kind        VARCHAR   Host-to-Device, Device-to-Host, Peer-to-Peer, ..., or memset
+--   name             VARCHAR   [CUDA memcpy <kind>] or [CUDA memset]
+CREATE VIEW memcpy AS
+WITH fallback_kind(id, label) AS (
+    VALUES (0, 'Unknown'), (1, 'Host-to-Device'), (2, 'Device-to-Host'), (3, 'Host-to-Array'),
+        (4, 'Array-to-Host'), (5, 'Array-to-Array'), (6, 'Array-to-Device'),
+        (7, 'Device-to-Array'), (8, 'Device-to-Device'), (9, 'Host-to-Host'),
+        (10, 'Peer-to-Peer'), (11, 'Unified Host-to-Device'), (12, 'Unified Device-to-Host'),
+        (13, 'Unified Device-to-Device')
+),
+copies AS (
+    SELECT
+        m.rowid AS memcpy_id,
+        'memcpy' AS source,
+        m.globalPid,
+        m.deviceId,
+        m.streamId,
+        m.correlationId,
+        m.start,
+        m."end",
+        m.bytes,
+        coalesce(e.label, f.label, 'Unknown') AS copy_kind
+    FROM CUPTI_ACTIVITY_KIND_MEMCPY AS m
+    LEFT JOIN ENUM_CUDA_MEMCPY_OPER AS e ON e.id = m.copyKind
+    LEFT JOIN fallback_kind AS f ON f.id = m.copyKind
+    UNION ALL
+    SELECT rowid, 'memset', globalPid, deviceId, streamId, correlationId, start, "end", bytes,
+        'memset'
+    FROM CUPTI_ACTIVITY_KIND_MEMSET
+)
+SELECT
+    memcpy_id,
+    source,
+    (globalPid >> 24) & 16777215 AS pid,
+    globalPid AS global_pid,
+    deviceId AS device_id,
+    streamId AS stream_id,
+    correlationId AS correlation_id,
+    start AS start_ns,
+    "end" AS end_ns,
+    "end" - start AS duration_ns,
+    bytes,
+    copy_kind,
+    CASE WHEN source = 'memset' THEN '[CUDA memset]' ELSE '[CUDA memcpy ' || copy_kind || ']' END
+        AS name
+FROM copies
