@@ -245,9 +245,7 @@ def copy_tables(
     """Copy the raw tables into `con` with the fastest offline loader; returns the loader's name."""
     import duckdb
 
-    for table, cols in RAW_TABLES.items():
-        defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
-        con.execute(f'CREATE TABLE "{table}" ({defs})')
+    create_raw_tables(con)
     loader = _pick_loader(con)
     present = [t for t in RAW_TABLES if t in schema.tables]
     try:
@@ -258,6 +256,13 @@ def copy_tables(
     except (duckdb.Error, OSError, _adbc_error()) as exc:
         raise TraceError(f"{path}: could not be read ({exc}); copy or export it again") from exc
     return loader
+
+
+def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Every raw table, empty, with the columns the views read (absent ones stay empty)."""
+    for table, cols in RAW_TABLES.items():
+        defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
+        con.execute(f'CREATE TABLE "{table}" ({defs})')
 
 
 def _adbc_error() -> type[Exception]:

@@ -1,0 +1,92 @@
+"""An independent, straightforward reference: per-GPU metrics by a Python sweep over raw rows.
+
+It reads the SQLite export with the standard library and shares no code with nsysreport's
+SQL, so agreement between the two is evidence, not tautology.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+
+Interval = tuple[int, int]
+COMM = re.compile(r"nccl|multimem_all_reduce|one_shot_all_reduce|two_shot_all_reduce|"
+                  r"cross_device_reduce|nvshmem|deep_ep|dpsk::ep", re.I)
+ATTENTION = re.compile(r"flash|fmha|sdpa|attention", re.I)
+GEMM = re.compile(r"gemm|xmma|nvjet|gemv|cutlass.*tensorop|cublaslt|GemmUniversal", re.I)
+
+
+def union_length(intervals: list[Interval]) -> int:
+    total, current = 0, None
+    for start, end in sorted(i for i in intervals if i[1] > i[0]):
+        if current is None or start > current[1]:
+            if current is not None:
+                total += current[1] - current[0]
+            current = [start, end]
+        else:
+            current[1] = max(current[1], end)
+    if current is not None:
+        total += current[1] - current[0]
+    return total
+
+
+def kernel_class(name: str) -> str:
+    if COMM.search(name):
+        return "comm"
+    if ATTENTION.search(name):
+        return "attention"
+    if "splitkreduce" in name.lower():
+        return "other"
+    return "gemm" if GEMM.search(name) else "other"
+
+
+def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
+    """(pid, device) -> span, busy, compute, gemm, attention, comm, comm_sum, exposed_comm, ..."""
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    sets: dict[tuple[int, int], dict[str, list[Interval]]] = defaultdict(lambda: defaultdict(list))
+    counts: dict[tuple[int, int], int] = defaultdict(int)
+    if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        rows = con.execute(
+            'SELECT globalPid, deviceId, start, "end", demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL'
+        )
+        for gpid, dev, start, end, name_id in rows:
+            key = ((gpid >> 24) & 0xFFFFFF, dev)
+            counts[key] += 1
+            cls = kernel_class(names.get(name_id, ""))
+            sets[key][cls].append((start, end))
+            sets[key]["all"].append((start, end))
+            sets[key]["kernel"].append((start, end))
+            if cls != "comm":
+                sets[key]["compute"].append((start, end))
+    for table in ("CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        if table in tables:
+            for gpid, dev, start, end in con.execute(
+                f'SELECT globalPid, deviceId, start, "end" FROM {table}'
+            ):
+                key = ((gpid >> 24) & 0xFFFFFF, dev)
+                sets[key]["memcpy"].append((start, end))
+                sets[key]["all"].append((start, end))
+    con.close()
+    result = {}
+    for key, s in sets.items():
+        timed = [i for i in s["all"] if i[1] > i[0]]
+        compute, comm, kernels = (union_length(s[n]) for n in ("compute", "comm", "kernel"))
+        busy = union_length(s["all"])
+        result[key] = {
+            "span_ns": max(e for _, e in timed) - min(b for b, _ in timed),
+            "busy_ns": busy,
+            "compute_ns": compute,
+            "gemm_ns": union_length(s["gemm"]),
+            "attention_ns": union_length(s["attention"]),
+            "comm_ns": comm,
+            "comm_sum_ns": sum(e - b for b, e in s["comm"] if e > b),
+            "exposed_comm_ns": union_length(s["comm"] + s["compute"]) - compute,
+            "memcpy_ns": union_length(s["memcpy"]),
+            "exposed_memcpy_ns": busy - kernels,
+            "kernel_count": counts[key],
+        }
+    return result

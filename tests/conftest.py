@@ -1,0 +1,34 @@
+"""Shared fixtures: where the real traces live, and loading synthetic scenarios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from nsysreport.load import open_trace
+
+REPO = Path(__file__).resolve().parents[1]
+# Real exports captured by others; CI lays shared/ beside the checkout. Never copied in here.
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+NSYS_TRACES = SHARED_TRACES / "nsys"
+
+
+def real_trace(name: str) -> Path:
+    path = NSYS_TRACES / name
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: the tests need ../shared/traces beside the checkout")
+    return path
+
+
+@pytest.fixture
+def write_and_open(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Write a synth scenario to a temporary export and open it: scenario -> DuckDB connection."""
+    from nsysreport.synth import Scenario, write_trace
+
+    def make(scenario: Scenario, version: str = "2026.2") -> duckdb.DuckDBPyConnection:
+        path = write_trace(scenario, tmp_path / f"trace-{version}.sqlite", version=version)
+        return open_trace(path)
+
+    return make
