@@ -1,4 +1,4 @@
-"""The nsysreport command line: parse, call the library, print; the one place errors become exits."""
+"""The nsysreport command line: parse, call the library, print; errors become exits here only."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def report(
         typer.Option(
             "-o",
             "--output",
-            help="Report path (.html, or .pdf for a PDF only). Default: TRACE.report.html beside the trace.",
+            help="Report path: .html, or .pdf for a PDF only (default: TRACE.report.html).",
         ),
     ] = None,
     json_path: Annotated[

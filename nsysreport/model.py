@@ -32,6 +32,7 @@ class TraceInfo:
 @dataclass(frozen=True, slots=True)
 class Gap:
     start_ns: int
+    offset_ns: int  # start_ns minus the GPU's first activity start
     duration_ns: int
     before_name: str | None
     before_class: str | None
@@ -150,7 +151,9 @@ def build_report(con: duckdb.DuckDBPyConnection, trace_path: Path, top: int = 10
     for row in run_query(con, "gpu_breakdown").to_dicts():
         key = (row["pid"], row["device_id"])
         rank, host, gpu_name = ranks[key]
-        gaps = _gap_stats(summaries.get(key), histograms.get(key, []), tops.get(key, []))
+        gaps = _gap_stats(
+            summaries.get(key), histograms.get(key, []), tops.get(key, []), row["first_start_ns"]
+        )
         fields = {k: v for k, v in row.items() if k not in ("first_start_ns", "last_end_ns")}
         gpus.append(
             GpuReport(
@@ -186,6 +189,7 @@ def _gap_stats(
     summary: Mapping[str, Any] | None,
     histogram: list[dict[str, Any]],
     top: list[dict[str, Any]],
+    first_start_ns: int,
 ) -> GapStats:
     summary = summary or {"gap_count": 0, "p50_ns": None, "p99_ns": None, "max_ns": None}
     gap_fields = {f.name for f in dataclasses.fields(Gap)}
@@ -196,7 +200,13 @@ def _gap_stats(
         max_ns=summary["max_ns"],
         histogram={h["bucket"]: h["gap_count"] for h in histogram},
         histogram_ns={h["bucket"]: h["gap_ns"] for h in histogram},
-        top=tuple(Gap(**{k: v for k, v in g.items() if k in gap_fields}) for g in top),
+        top=tuple(
+            Gap(
+                offset_ns=g["start_ns"] - first_start_ns,
+                **{k: v for k, v in g.items() if k in gap_fields},
+            )
+            for g in top
+        ),
     )
 
 

@@ -115,7 +115,8 @@ def create_views(
 
     rules = DEFAULT_RULES if class_rules is None else class_rules
     con.execute(
-        "CREATE OR REPLACE TABLE kernel_class_rule (priority INTEGER, class VARCHAR, pattern VARCHAR)"
+        "CREATE OR REPLACE TABLE kernel_class_rule "
+        "(priority INTEGER, class VARCHAR, pattern VARCHAR)"
     )
     con.executemany(
         "INSERT INTO kernel_class_rule VALUES (?, ?, ?)",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
-from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct
+from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
 
 if TYPE_CHECKING:
     import jinja2
@@ -33,7 +33,9 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(ns=fmt_ns, pct=fmt_pct, bytes=fmt_bytes, count=fmt_count)
+    env.filters.update(
+        ns=fmt_ns, pct=fmt_pct, bytes=fmt_bytes, count=fmt_count, short_name=short_kernel_name
+    )
     return env
 
 

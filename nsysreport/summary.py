@@ -16,7 +16,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     console = Console(highlight=False)
     for trace in report.traces:
         simulated = " [bold yellow](simulated)[/]" if trace.simulated else ""
-        console.print(f"[bold]{trace.path}[/]{simulated}  nsys {trace.nsys_version or '?'}")
+        console.print(
+            f"[bold]{trace.path}[/]{simulated}  nsys {trace.nsys_version or '?'}", soft_wrap=True
+        )
     table = Table(box=None, header_style="bold", pad_edge=False)
     for heading in (
         "GPU",
@@ -46,6 +48,7 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             fmt_count(g.gaps.count),
         )
     console.print(table)
-    console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}")
+    # Paths and the verdict are never wrapped: scripts grep them and terminals wrap anyway.
+    console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
     for path in written:
-        console.print(f"Wrote {path}")
+        console.print(f"Wrote {path}", soft_wrap=True)

@@ -34,3 +34,27 @@ def fmt_bytes(n: float | None) -> str:
 
 def fmt_count(n: int | None) -> str:
     return "–" if n is None else f"{n:,}"
+
+
+def short_kernel_name(name: str | None) -> str:
+    """`ns::kernel` from a demangled C++ name: no return type, template arguments or parameters."""
+    if not name:
+        return "–"
+    text = (
+        name.removeprefix("void ").replace("<unnamed>::", "").replace("(anonymous namespace)::", "")
+    )
+    depth, out = 0, list[str]()
+    for ch in text:
+        if ch in "<(":
+            if depth == 0 and ch == "(" and out:
+                break  # the parameter list starts: the name is complete
+            depth += 1
+        elif ch in ">)":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    short = "".join(out).strip()
+    if short.rsplit("::", 1)[-1] in ("Kernel", "Kernel2", "device_kernel"):
+        # CUTLASS wrappers: the template argument names the real kernel.
+        return text.split("(", 1)[0] if "(" in text else text
+    return short or name

@@ -12,8 +12,11 @@ from collections import defaultdict
 from pathlib import Path
 
 Interval = tuple[int, int]
-COMM = re.compile(r"nccl|multimem_all_reduce|one_shot_all_reduce|two_shot_all_reduce|"
-                  r"cross_device_reduce|nvshmem|deep_ep|dpsk::ep", re.I)
+COMM = re.compile(
+    r"nccl|multimem_all_reduce|one_shot_all_reduce|two_shot_all_reduce|"
+    r"cross_device_reduce|nvshmem|deep_ep|dpsk::ep",
+    re.I,
+)
 ATTENTION = re.compile(r"flash|fmha|sdpa|attention", re.I)
 GEMM = re.compile(r"gemm|xmma|nvjet|gemv|cutlass.*tensorop|cublaslt|GemmUniversal", re.I)
 
@@ -51,7 +54,8 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
     counts: dict[tuple[int, int], int] = defaultdict(int)
     if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
         rows = con.execute(
-            'SELECT globalPid, deviceId, start, "end", demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL'
+            'SELECT globalPid, deviceId, start, "end", demangledName '
+            "FROM CUPTI_ACTIVITY_KIND_KERNEL"
         )
         for gpid, dev, start, end, name_id in rows:
             key = ((gpid >> 24) & 0xFFFFFF, dev)

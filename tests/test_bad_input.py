@@ -11,15 +11,18 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from conftest import real_trace
 from nsysreport.cli import app
+
+from conftest import real_trace
 
 runner = CliRunner()
 
 
 def run_report(trace: Path, out_dir: Path) -> tuple[int, str]:
     out = out_dir / "report.html"
-    result = runner.invoke(app, ["report", str(trace), "-o", str(out), "--json", str(out_dir / "m.json")])
+    result = runner.invoke(
+        app, ["report", str(trace), "-o", str(out), "--json", str(out_dir / "m.json")]
+    )
     assert not out.exists() and not (out_dir / "m.json").exists(), "no output on failure"
     return result.exit_code, result.stderr
 
@@ -122,13 +125,18 @@ def test_an_export_without_gpu_activity_is_refused(tmp_path: Path, out_dir: Path
     trace = write_trace(
         Scenario(nvtx=[NvtxRange(start=0, end=100, text="step 1")]), tmp_path / "cpu.sqlite"
     )
-    assert_one_line_error(*run_report(trace, out_dir), "cpu.sqlite", "no GPU activity", "--trace=cuda")
+    assert_one_line_error(
+        *run_report(trace, out_dir), "cpu.sqlite", "no GPU activity", "--trace=cuda"
+    )
 
 
 def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) -> None:
     missing = tmp_path / "missing.sqlite"
     proc = subprocess.run(
-        [sys.executable, "-m", "nsysreport", str(missing)], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "nsysreport", str(missing)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert proc.returncode == 1
     assert proc.stderr == f"Error: {missing}: no such file\n"

@@ -6,8 +6,9 @@ import hashlib
 
 import pytest
 
-from conftest import NSYS_TRACES, real_trace
 from nsysreport.load import RAW_TABLES, connect, copy_tables, inspect_trace, open_trace
+
+from conftest import NSYS_TRACES, real_trace
 
 REAL = sorted(p.name for p in NSYS_TRACES.glob("*.sqlite"))
 
@@ -90,4 +91,7 @@ def test_connections_cannot_autoload_extensions() -> None:
             "('autoinstall_known_extensions', 'autoload_known_extensions')"
         ).fetchall()
     )
-    assert settings == {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+    assert settings == {
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+    }

@@ -7,9 +7,10 @@ import re
 import duckdb
 import pytest
 
-from conftest import real_trace
 from nsysreport.load import open_trace
 from nsysreport.queries import QueryFile, query_files, run_query, view_files
+
+from conftest import real_trace
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from bruteforce import per_gpu_metrics
-from conftest import NSYS_TRACES, real_trace
 from nsysreport.load import open_trace
 from nsysreport.queries import run_query
+
+from bruteforce import per_gpu_metrics
+from conftest import NSYS_TRACES, real_trace
 
 REAL = sorted(p.name for p in NSYS_TRACES.glob("*.sqlite"))
 
@@ -29,8 +30,16 @@ REFERENCE = {
 def test_per_gpu_numbers_equal_the_provenance_reference_to_the_nanosecond(name: str) -> None:
     rows = run_query(open_trace(real_trace(name)), "gpu_breakdown").to_dicts()
     got = [
-        (r["device_id"], r["kernel_count"], r["comm_kernel_count"], r["comm_sum_ns"],
-         r["compute_ns"], r["exposed_comm_ns"], r["busy_ns"], r["span_ns"])
+        (
+            r["device_id"],
+            r["kernel_count"],
+            r["comm_kernel_count"],
+            r["comm_sum_ns"],
+            r["compute_ns"],
+            r["exposed_comm_ns"],
+            r["busy_ns"],
+            r["span_ns"],
+        )
         for r in rows
     ]
     assert got == REFERENCE[name]
@@ -63,7 +72,9 @@ def test_the_breakdown_partitions_the_span_and_unions_stay_within_sums(name: str
 @pytest.mark.parametrize("name", REAL)
 def test_gaps_sum_to_the_idle_time(name: str) -> None:
     con = open_trace(real_trace(name))
-    idle = {(r["pid"], r["device_id"]): r["idle_ns"] for r in run_query(con, "gpu_breakdown").to_dicts()}
+    idle = {
+        (r["pid"], r["device_id"]): r["idle_ns"] for r in run_query(con, "gpu_breakdown").to_dicts()
+    }
     for r in run_query(con, "gap_summary").to_dicts():
         assert r["gap_ns"] == idle[(r["pid"], r["device_id"])]
     hist = run_query(con, "gap_histogram").to_dicts()
