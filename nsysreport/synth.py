@@ -11,8 +11,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from operator import itemgetter
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
+
+from nsysreport.nsys_schema import (
+    KERNEL,
+    MEM_KINDS,
+    MEMCPY,
+    MEMCPY_OPER,
+    MEMSET,
+    NVTX,
+    SESSION_START,
+    VERSIONS,
+    Column,
+    VersionProfile,
+)
 
 Row = tuple[Any, ...]
 
@@ -122,313 +134,6 @@ class Scenario:
     capture_env: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column of an nsys table as `PRAGMA table_info` reports it."""
-
-    name: str
-    sql_type: str
-    not_null: bool
-    primary_key: bool
-
-
-@dataclass(frozen=True, slots=True)
-class VersionProfile:
-    """What one nsys release writes: its tables (in creation order), metadata keys and enums."""
-
-    nsys_version: str
-    schema_version: str
-    schema_cksum: str | None
-    capture_utc: str
-    green_context_id: int | None
-    tables: Mapping[str, tuple[Column, ...]]
-    export_keys: tuple[str, ...]
-    event_types: tuple[str, ...]
-
-    @property
-    def meta_table(self) -> str:
-        return "META_DATA_EXPORT" if "META_DATA_EXPORT" in self.tables else "EXPORT_META_DATA"
-
-
-def _columns(spec: str) -> tuple[Column, ...]:
-    """Parse our compact column lists: 'name TYPE [NOT NULL] [PRIMARY KEY], ...'."""
-    out = []
-    for item in spec.split(","):
-        name, sql_type, *rest = item.split()
-        flags = " ".join(rest)
-        out.append(Column(name, sql_type, "NOT NULL" in flags, "PRIMARY KEY" in flags))
-    return tuple(out)
-
-
-def _without(columns: tuple[Column, ...], *names: str) -> tuple[Column, ...]:
-    return tuple(c for c in columns if c.name not in names)
-
-
-# Column lists of the newest schema (3.25.0). Older versions drop columns by name; row builders
-# fill these full lists and an itemgetter picks each version's columns, in its own order.
-_STRING_IDS = _columns("id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL")
-_NAME_VALUE = _columns("name TEXT NOT NULL, value TEXT")
-_ENUM = _columns("id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT")
-_SYSTEM_ENV = _columns(
-    "globalVid INTEGER, devStateName TEXT NOT NULL, name TEXT NOT NULL, nameEnum INTEGER NOT NULL,"
-    "value TEXT NOT NULL"
-)
-_SESSION_START = _columns("utcEpochNs INTEGER, utcTime TEXT, localTime TEXT, systemClockNs INTEGER")
-_ANALYSIS_DETAILS = _columns(
-    "globalVid INTEGER NOT NULL, duration INTEGER NOT NULL, startTime INTEGER NOT NULL,"
-    "stopTime INTEGER NOT NULL"
-)
-_PROCESSES = _columns("globalPid INTEGER, pid INTEGER, name TEXT")
-_THREAD_NAMES = _columns("nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER")
-_RUNTIME = _columns(
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,"
-    "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL,"
-    "callchainId INTEGER"
-)
-_GPU_OP = (
-    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
-    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,"
-    "correlationId INTEGER, globalPid INTEGER,"
-)
-_KERNEL = _columns(
-    _GPU_OP + "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER,"
-    "launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL,"
-    "gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,"
-    "blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
-    "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
-    "localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL,"
-    "gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, graphNodeId INTEGER,"
-    "sharedMemoryLimitConfig INTEGER, qmdBulkReleaseDone INTEGER, qmdPreexitDone INTEGER,"
-    "qmdLastCtaDone INTEGER, graphId INTEGER, clusterX INTEGER, clusterY INTEGER,"
-    "clusterZ INTEGER, clusterSchedulingPolicy INTEGER, maxPotentialClusterSize INTEGER,"
-    "maxActiveClusters INTEGER, sharedMemoryRequestedPercentage INTEGER,"
-    "tensorSizeMinusOneElements TEXT NOT NULL"
-)
-# Columns appended by 2026.1 (3.24.14) and 2026.2 (3.25.0).
-_KERNEL_2026_TAIL = tuple(c.name for c in _KERNEL[28:])
-_MEMCPY = _columns(
-    _GPU_OP + "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER,"
-    "srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER,"
-    "dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER,"
-    "virtualAddress INTEGER, copyCount INTEGER"
-)
-_MEMSET = _columns(
-    _GPU_OP + "value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER"
-)
-_NVTX = _columns(
-    "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,"
-    "category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER,"
-    "textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER,"
-    "doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL,"
-    "jsonTextId INTEGER, jsonText TEXT, binaryData TEXT"
-)
-_GPU = _columns(
-    "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER,"
-    "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,"
-    "smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER,"
-    "ctxswDevPath TEXT, ctrlDevPath TEXT, revision INTEGER, nodeMask INTEGER,"
-    "constantMemory INTEGER, maxIPC INTEGER, maxRegistersPerBlock INTEGER,"
-    "maxShmemPerBlock INTEGER, maxShmemPerBlockOptin INTEGER, maxShmemPerSm INTEGER,"
-    "maxRegistersPerSm INTEGER, threadsPerWarp INTEGER, asyncEngines INTEGER,"
-    "maxWarpsPerSm INTEGER, maxBlocksPerSm INTEGER, maxThreadsPerBlock INTEGER,"
-    "maxBlockDimX INTEGER, maxBlockDimY INTEGER, maxBlockDimZ INTEGER, maxGridDimX INTEGER,"
-    "maxGridDimY INTEGER, maxGridDimZ INTEGER, computeMajor INTEGER, computeMinor INTEGER,"
-    "smMajor INTEGER, smMinor INTEGER"
-)
-_CUDA_DEVICE = _columns(
-    "gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL, uuid TEXT,"
-    "numMultiprocessors INTEGER"
-)
-
-# ENUM_NSYS_EVENT_TYPE names by id (name == label in every dump) as of 2026.2 (155 rows), packed
-# because one name per line would take 155 lines.
-_EVENT_TYPES_2026 = tuple(
-    (  # noqa: SIM905
-        "Unknown|CpuCycles|Instructions|CacheReferences|L1CacheDataWriteMisses|"
-        "L1CacheDataReadMisses|L1CacheInstructionMisses|L2CacheDataWriteMisses|"
-        "L2CacheDataReadMisses|L2CacheInstructionMisses|BranchInstructions|BranchMisses|"
-        "BusCycles|CpuClock|TaskClock|PageFault|ContextSwitches|CpuMigrations|PageFaultsMin|"
-        "PageFaultsMax|AlignmentFaults|EmulationFaults|ThreadState|Frames|Annotations|"
-        "SchedSwitch|SchedWakeup|Command|Mmap|MemUsage|Emc|Composite|NvtxEvents|NvtxCategory|"
-        "NvtxMark|NvtxPushRange|NvtxPopRange|NvtxStartRange|NvtxEndRange|NvtxThread|PowerRate|"
-        "Sched|CpuCyclesSelf|CpuCyclesTotal|CpuCyclesSelfPlus|Cuda|CudaDevice|TraceProcess|"
-        "TraceFunctions|Diagnostic|GlWorkload|BandwidthUsage|KhrDebugMark|KhrDebugPushRange|"
-        "KhrDebugPopRange|KhrDebugGpuMark|KhrDebugGpuPushRange|KhrDebugGpuPopRange|GpuCtxsw|"
-        "NvtxPushPopRange|NvtxStartEndRange|ProfTime|KhrDebugPushPopRange|"
-        "KhrDebugGpuPushPopRange|NvtxtCategory|NvtxtMark|NvtxtPushRange|NvtxtPopRange|"
-        "NvtxtStartRange|NvtxtEndRange|NvtxtPushPopRange|NvtxtStartEndRange|NvtxtMetaThread|"
-        "NvtxtMetaProcess|NvtxtMetaFileDisplay|NvtxDomainCreate|NvtxDomainDestroy|NvnGpuCmdBuf|"
-        "TraceVSync|CudaDeviceKernel|CudaDeviceMemory|Pmu|NvnGpuDraw|NvnGpuCompute|NvnGpuDebug|"
-        "OS runtime libraries|CuDNN|CuBLAS|NvMedia|OpenACC|Correlation|DX12|DX12Workload|"
-        "PmuRawEvent|GraphicsFrame|Vulkan|VulkanWorkload|NvtxNameCudaDevice|"
-        "NvtxNameCudaContext|NvtxNameCudaStream|SystemEvent|GpuMemoryEvent|DX12CreateObject|"
-        "VulkanCreateObject|UnitTraceEvent|CustomETWEvent|CudaSyncEvent|SLIEvent (DEPRECATED)|"
-        "CudaBacktrace|WddmEvent|DX11|DX11CreateObject|DXGI|CudaGraphNodeCreation|OpenMP|"
-        "UncorePmuEvent|UncorePmuCarmel|CudaDeviceMemoryUsage|ETWDxgKrnlEvent|"
-        "CudaUvmCpuPageFaultEvent|CudaUvmGpuPageFaultEvent|NICMetricsValuesEvent|"
-        "NICMetricsListEvent|InterruptHandler|NvEncode|NVDecode|nvJPEG|CudaEventRecord|"
-        "PerfEventCountEvent|CudaDeviceMemoryPool|CudaDeviceGraph|CudaGraphExecCreation|"
-        "CudaGraphCreation|CudaGraphClone|GpuMemoryTransferEvent|GlTrace|GpuVideoEngineWorkload|"
-        "IBSwitchMetricsValuesEvent|GenericEvent|UncorePmuT23xScf|UncorePmuT23xDsu|"
-        "IBSwitchCongestionEvent|CudaDeviceMemcpy|PerfMetricValueEvent|OpenXREvent|"
-        "TegraInternalEvent|TraceStartFinish|Syscall|CudaConfidentialComputeKeyRotation|"
-        "CudaGraphExecNodeSetParams|NvApi|CudaHostFunc|CudaApi|Overhead|CudaOverhead"
-    ).split("|")
-)
-# 2024.5 has ids 0..146 and four names that were renamed later.
-_EVENT_TYPES_2024 = tuple(
-    {107: "SLIEvent", 124: "NVENC", 125: "NVDEC", 146: "OSRuntimeStartStop"}.get(i, name)
-    for i, name in enumerate(_EVENT_TYPES_2026[:147])
-)
-_MEMCPY_OPER = (
-    ("UNKNOWN", "Unknown"),
-    ("HTOD", "Host-to-Device"),
-    ("DTOH", "Device-to-Host"),
-    ("HTOA", "Host-to-Array"),
-    ("ATOH", "Array-to-Host"),
-    ("ATOA", "Array-to-Array"),
-    ("ATOD", "Array-to-Device"),
-    ("DTOA", "Device-to-Array"),
-    ("DTOD", "Device-to-Device"),
-    ("HTOH", "Host-to-Host"),
-    ("PTOP", "Peer-to-Peer"),
-    ("UVM_HTOD", "Unified Host-to-Device"),
-    ("UVM_DTOH", "Unified Device-to-Host"),
-    ("UVM_DTOD", "Unified Device-to-Device"),
-)
-# srcKind/dstKind (ENUM_CUDA_MEM_KIND: 0 pageable, 2 device) by copyKind, as in real exports.
-_MEM_KINDS = {1: (0, 2), 2: (2, 0), 8: (2, 2), 10: (2, 2)}
-
-# META_DATA_EXPORT / EXPORT_META_DATA keys in each version's row order (packed like the names).
-_EXPORT_KEYS_2024 = tuple(
-    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
-    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
-    "EXPORT_SCHEMA_VERSION_CKSUM EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME_UTC EXPORT_TIME_LOCAL "
-    "EXPORT_HOST EXPORT_USER EXPORT_PARAM_INPUT_FILE EXPORT_PARAM_OUTPUT_FILE "
-    "EXPORT_PARAM_INPUT_PATH EXPORT_PARAM_OUTPUT_PATH EXPORT_PARAM_INPUT_PATH_ABS "
-    "EXPORT_PARAM_OUTPUT_PATH_ABS EXPORT_PARAM_OVERWRITE EXPORT_PARAM_APPEND EXPORT_PARAM_LAZY "
-    "EXPORT_PARAM_TIME_NORMALIZE EXPORT_PARAM_TIME_SHIFT EXPORT_PARAM_TABLES_TO_EXPORT "
-    "EXPORT_PARAM_TIMES_TO_EXPORT EXPORT_CONFIG_TIME_SHIFT EXPORT_TIME".split()
-)
-_EXPORT_KEYS_2026 = tuple(
-    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
-    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
-    "EXPORT_SCHEMA_VERSION_CKSUM EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME_UTC EXPORT_TIME_LOCAL "
-    "EXPORT_HOST EXPORT_USER EXPORT_PARAM_EXPORT_TYPE EXPORT_PARAM_INPUT_FILE "
-    "EXPORT_PARAM_OUTPUT_FILE EXPORT_PARAM_INPUT_PATH EXPORT_PARAM_OUTPUT_PATH "
-    "EXPORT_PARAM_INPUT_PATH_ABS EXPORT_PARAM_OUTPUT_PATH_ABS EXPORT_PARAM_PROGRESS "
-    "EXPORT_PARAM_OVERWRITE EXPORT_PARAM_APPEND EXPORT_PARAM_LAZY EXPORT_PARAM_USE_SHUFFLE "
-    "EXPORT_PARAM_INCLUDE_JSON EXPORT_PARAM_INCLUDE_BLOBS EXPORT_PARAM_TIME_NORMALIZE "
-    "EXPORT_PARAM_TIME_SHIFT EXPORT_PARAM_TABLES_TO_EXPORT EXPORT_PARAM_TIMES_TO_EXPORT "
-    "EXPORT_CONFIG_TIME_SHIFT EXPORT_TIME".split()
-)
-# 2.x spelled OUTPUT as OUTUPT. Its checksum is not known, so that row is left out.
-_EXPORT_KEYS_2022 = tuple(
-    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
-    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
-    "EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME EXPORT_TIME_UTC EXPORT_TIME_LOCAL EXPORT_HOST "
-    "EXPORT_USER EXPORT_INPUT_FILE EXPORT_OUTUPT_FILE EXPORT_INPUT_PATH EXPORT_OUTUPT_PATH "
-    "EXPORT_INPUT_PATH_ABS EXPORT_OUTUPT_PATH_ABS EXPORT_OVERWRITE EXPORT_LAZY".split()
-)
-
-_KERNEL_3_13 = _without(_KERNEL, *_KERNEL_2026_TAIL)
-_MEMCPY_3_13 = _without(_MEMCPY, "copyCount")
-
-# Creation order is the real exports' (sqlite_master rowid order). Tables that the source export
-# lacked are placed as in the nearest version that has them: TARGET_INFO_GPU/CUDA_DEVICE of
-# 2026.2 as in 2026.1; MEMSET and NVTX_EVENTS of 2024.5 after MEMCPY, as in 2022.2.
-VERSIONS: dict[str, VersionProfile] = {
-    "2026.2": VersionProfile(
-        nsys_version="2026.2.1.210",
-        schema_version="3.25.0",
-        schema_cksum="306658267 182758",
-        capture_utc="2026-05-26T07:58:50",
-        green_context_id=0,
-        tables=MappingProxyType(
-            {
-                "StringIds": _STRING_IDS,
-                "TARGET_INFO_SYSTEM_ENV": _SYSTEM_ENV,
-                "TARGET_INFO_SESSION_START_TIME": _SESSION_START,
-                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
-                "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET,
-                "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY,
-                "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL,
-                "PROCESSES": _PROCESSES,
-                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
-                "NVTX_EVENTS": _NVTX,
-                "ThreadNames": _THREAD_NAMES,
-                "TARGET_INFO_GPU": _GPU,
-                "TARGET_INFO_CUDA_DEVICE": _CUDA_DEVICE,
-                "ENUM_NSYS_EVENT_TYPE": _ENUM,
-                "ENUM_CUDA_MEMCPY_OPER": _ENUM,
-                "META_DATA_CAPTURE": _NAME_VALUE,
-                "META_DATA_EXPORT": _NAME_VALUE,
-            }
-        ),
-        export_keys=_EXPORT_KEYS_2026,
-        event_types=_EVENT_TYPES_2026,
-    ),
-    "2024.5": VersionProfile(
-        nsys_version="2024.5.1.113",
-        schema_version="3.13.2",
-        schema_cksum="1271772049 158887",
-        capture_utc="2024-09-13T01:27:48",
-        green_context_id=None,
-        tables=MappingProxyType(
-            {
-                "StringIds": _STRING_IDS,
-                "TARGET_INFO_SYSTEM_ENV": _SYSTEM_ENV,
-                "TARGET_INFO_SESSION_START_TIME": _SESSION_START[:3],
-                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
-                "PROCESSES": _PROCESSES,
-                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
-                "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_3_13,
-                "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_3_13,
-                "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET,
-                # binaryData arrived with schema 3.16.1 (2024.6); the 2024.4 docs lack it.
-                "NVTX_EVENTS": _without(_NVTX, "binaryData"),
-                "ThreadNames": _THREAD_NAMES,
-                "TARGET_INFO_GPU": _GPU,
-                "ENUM_NSYS_EVENT_TYPE": _ENUM,
-                "ENUM_CUDA_MEMCPY_OPER": _ENUM,
-                "META_DATA_CAPTURE": _NAME_VALUE,
-                "META_DATA_EXPORT": _NAME_VALUE,
-            }
-        ),
-        export_keys=_EXPORT_KEYS_2024,
-        event_types=_EVENT_TYPES_2024,
-    ),
-    "2022.2": VersionProfile(
-        nsys_version="2022.2.1.31",
-        schema_version="2.9.1",
-        schema_cksum=None,
-        capture_utc="2022-06-01T12:00:00",
-        green_context_id=None,
-        tables=MappingProxyType(
-            {
-                "StringIds": _STRING_IDS,
-                "ThreadNames": _THREAD_NAMES,
-                "TARGET_INFO_SYSTEM_ENV": (
-                    Column("globalVid", "INTEGER", True, False),
-                    *_SYSTEM_ENV[1:],
-                ),
-                "TARGET_INFO_SESSION_START_TIME": _SESSION_START[:3],
-                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
-                "TARGET_INFO_GPU": _GPU,
-                "EXPORT_META_DATA": _NAME_VALUE,
-                "CUPTI_ACTIVITY_KIND_MEMCPY": _without(_MEMCPY_3_13, "greenContextId"),
-                "CUPTI_ACTIVITY_KIND_MEMSET": _without(_MEMSET, "greenContextId"),
-                "CUPTI_ACTIVITY_KIND_KERNEL": _without(_KERNEL_3_13, "greenContextId"),
-                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
-                "NVTX_EVENTS": _without(_NVTX, "binaryData"),
-                "PROCESSES": _PROCESSES,
-            }
-        ),
-        export_keys=_EXPORT_KEYS_2022,
-        event_types=(),
-    ),
-}
-
 # Tables every export has, even when the scenario puts nothing in them.
 _ALWAYS = frozenset(
     {
@@ -508,15 +213,14 @@ def kernel_names(name: str) -> tuple[str, str, str]:
             break
     head = name[:paren]
     params = name[paren + 1 : name.rfind(")")] if paren < len(name) else ""
+    # shortName: drop the return type, template arguments and namespaces.
     words = _strip_templates(head).split()
-    parts = [p for p in (words[-1] if words else head).split("::") if p]
-    short = parts[-1] if parts else head
-    path = "".join(f"{len(p)}{p}" for p in parts or [short])
-    if head.rstrip().endswith(">"):
-        # Not real mangling of the template arguments: a checksum keeps distinct names distinct.
-        path += f"ILj{zlib.crc32(head.encode())}EE"
-    mangled = "_Z" + (f"N{path}E" if len(parts) > 1 else path)
-    if head.rstrip().endswith(">") and head.startswith("void "):
+    parts = [p for p in (words[-1] if words else head).split("::") if p] or [head]
+    short = parts[-1]
+    templated = head.rstrip().endswith(">")
+    # Itanium-style mangling, except the template arguments: a checksum keeps names distinct.
+    mangled = "_Z" + _mangle_path(parts, f"ILj{zlib.crc32(head.encode())}EE" if templated else "")
+    if templated and head.startswith("void "):
         mangled += "v"  # template functions encode their return type
     args = [_mangle_type(p) for p in _split_params(params)] or ["v"]
     return name, short, mangled + "".join(args)
@@ -549,8 +253,8 @@ def _split_params(params: str) -> list[str]:
     return [p.strip() for p in out if p.strip() and p.strip() != "void"]
 
 
-def _mangle_path(parts: Sequence[str]) -> str:
-    encoded = "".join(f"{len(p)}{p}" for p in parts)
+def _mangle_path(parts: Sequence[str], template: str = "") -> str:
+    encoded = "".join(f"{len(p)}{p}" for p in parts) + template
     return encoded if len(parts) == 1 else f"N{encoded}E"
 
 
@@ -643,7 +347,7 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
     if profile.event_types:
         rows["ENUM_NSYS_EVENT_TYPE"] = [(i, n, n) for i, n in enumerate(profile.event_types)]
         rows["ENUM_CUDA_MEMCPY_OPER"] = [
-            (i, f"CUDA_MEMCPY_KIND_{name}", label) for i, (name, label) in enumerate(_MEMCPY_OPER)
+            (i, f"CUDA_MEMCPY_KIND_{name}", label) for i, (name, label) in enumerate(MEMCPY_OPER)
         ]
         rows["META_DATA_CAPTURE"] = _capture_rows(scenario)
     rows[profile.meta_table] = list(_export_values(profile, scenario).items())
@@ -700,11 +404,11 @@ def _insert(
     columns = profile.tables[table]
     # Builders fill the newest schema's column list; pick this version's columns from it.
     full = {
-        "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL,
-        "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY,
-        "CUPTI_ACTIVITY_KIND_MEMSET": _MEMSET,
-        "NVTX_EVENTS": _NVTX,
-        "TARGET_INFO_SESSION_START_TIME": _SESSION_START,
+        "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL,
+        "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY,
+        "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
+        "NVTX_EVENTS": NVTX,
+        "TARGET_INFO_SESSION_START_TIME": SESSION_START,
     }.get(table, columns)
     if full != columns:
         names = [c.name for c in full]
@@ -734,7 +438,7 @@ def _kernel_rows(
         if ids is None:
             d, s, m = (strings.setdefault(n, len(strings) + 1) for n in kernel_names(k.name))
             ids = names[k.name] = (d, s, m)
-        # Launch geometry and resources are fixed plausible values taken from real H100 kernels.
+        # Geometry and resources are fixed, plausible values (real exports show such rows).
         yield (
             k.start, k.end, k.device, 1, green, k.stream, corr, GLOBAL_VID | k.pid << 24,
             *ids, 1, 1, 32, 128, 1, 1, 256, 1, 1, 0, 0, 0, 127401984, grid_id, 32768, None, 0,
@@ -745,7 +449,7 @@ def _kernel_rows(
 def _memcpy_rows(memcpys: list[tuple[Memcpy, int]], profile: VersionProfile) -> Iterator[Row]:
     green = profile.green_context_id
     for m, corr in memcpys:
-        src, dst = _MEM_KINDS.get(m.copy_kind, (None, None))
+        src, dst = MEM_KINDS.get(m.copy_kind, (None, None))
         yield (
             m.start, m.end, m.device, 1, green, m.stream, corr, GLOBAL_VID | m.pid << 24,
             m.bytes, m.copy_kind, None, src, dst, None, None, None, None, None, None, None, 1,

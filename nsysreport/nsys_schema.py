@@ -1,0 +1,314 @@
+"""The nsys export formats the generator writes: per-version column lists, table order, enums."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of an nsys table as `PRAGMA table_info` reports it."""
+
+    name: str
+    sql_type: str
+    not_null: bool
+    primary_key: bool
+
+
+@dataclass(frozen=True, slots=True)
+class VersionProfile:
+    """What one nsys release writes: its tables (in creation order), metadata keys and enums."""
+
+    nsys_version: str
+    schema_version: str
+    schema_cksum: str | None
+    capture_utc: str
+    green_context_id: int | None
+    tables: Mapping[str, tuple[Column, ...]]
+    export_keys: tuple[str, ...]
+    event_types: tuple[str, ...]
+
+    @property
+    def meta_table(self) -> str:
+        return "META_DATA_EXPORT" if "META_DATA_EXPORT" in self.tables else "EXPORT_META_DATA"
+
+
+def _columns(spec: str) -> tuple[Column, ...]:
+    """Parse our compact column lists: 'name TYPE [NOT NULL] [PRIMARY KEY], ...'."""
+    out = []
+    for item in spec.split(","):
+        name, sql_type, *rest = item.split()
+        flags = " ".join(rest)
+        out.append(Column(name, sql_type, "NOT NULL" in flags, "PRIMARY KEY" in flags))
+    return tuple(out)
+
+
+def _without(columns: tuple[Column, ...], *names: str) -> tuple[Column, ...]:
+    return tuple(c for c in columns if c.name not in names)
+
+
+# Column lists of the newest schema (3.25.0). Older versions drop columns by name; row builders
+# fill these full lists and an itemgetter picks each version's columns, in its own order.
+_STRING_IDS = _columns("id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL")
+_NAME_VALUE = _columns("name TEXT NOT NULL, value TEXT")
+_ENUM = _columns("id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT")
+_SYSTEM_ENV = _columns(
+    "globalVid INTEGER, devStateName TEXT NOT NULL, name TEXT NOT NULL, nameEnum INTEGER NOT NULL,"
+    "value TEXT NOT NULL"
+)
+SESSION_START = _columns("utcEpochNs INTEGER, utcTime TEXT, localTime TEXT, systemClockNs INTEGER")
+_ANALYSIS_DETAILS = _columns(
+    "globalVid INTEGER NOT NULL, duration INTEGER NOT NULL, startTime INTEGER NOT NULL,"
+    "stopTime INTEGER NOT NULL"
+)
+_PROCESSES = _columns("globalPid INTEGER, pid INTEGER, name TEXT")
+_THREAD_NAMES = _columns("nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER")
+_RUNTIME = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,"
+    "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL,"
+    "callchainId INTEGER"
+)
+_GPU_OP = (
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
+    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,"
+    "correlationId INTEGER, globalPid INTEGER,"
+)
+KERNEL = _columns(
+    _GPU_OP + "demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER,"
+    "launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL,"
+    "gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,"
+    "blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
+    "staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
+    "localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL,"
+    "gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, graphNodeId INTEGER,"
+    "sharedMemoryLimitConfig INTEGER, qmdBulkReleaseDone INTEGER, qmdPreexitDone INTEGER,"
+    "qmdLastCtaDone INTEGER, graphId INTEGER, clusterX INTEGER, clusterY INTEGER,"
+    "clusterZ INTEGER, clusterSchedulingPolicy INTEGER, maxPotentialClusterSize INTEGER,"
+    "maxActiveClusters INTEGER, sharedMemoryRequestedPercentage INTEGER,"
+    "tensorSizeMinusOneElements TEXT NOT NULL"
+)
+MEMCPY = _columns(
+    _GPU_OP + "bytes INTEGER NOT NULL, copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER,"
+    "srcKind INTEGER, dstKind INTEGER, srcDeviceId INTEGER, srcContextId INTEGER,"
+    "dstDeviceId INTEGER, dstContextId INTEGER, migrationCause INTEGER, graphNodeId INTEGER,"
+    "virtualAddress INTEGER, copyCount INTEGER"
+)
+MEMSET = _columns(
+    _GPU_OP + "value INTEGER NOT NULL, bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER"
+)
+NVTX = _columns(
+    "start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER,"
+    "category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER,"
+    "textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER,"
+    "doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL,"
+    "jsonTextId INTEGER, jsonText TEXT, binaryData TEXT"
+)
+_GPU = _columns(
+    "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER,"
+    "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,"
+    "smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER,"
+    "ctxswDevPath TEXT, ctrlDevPath TEXT, revision INTEGER, nodeMask INTEGER,"
+    "constantMemory INTEGER, maxIPC INTEGER, maxRegistersPerBlock INTEGER,"
+    "maxShmemPerBlock INTEGER, maxShmemPerBlockOptin INTEGER, maxShmemPerSm INTEGER,"
+    "maxRegistersPerSm INTEGER, threadsPerWarp INTEGER, asyncEngines INTEGER,"
+    "maxWarpsPerSm INTEGER, maxBlocksPerSm INTEGER, maxThreadsPerBlock INTEGER,"
+    "maxBlockDimX INTEGER, maxBlockDimY INTEGER, maxBlockDimZ INTEGER, maxGridDimX INTEGER,"
+    "maxGridDimY INTEGER, maxGridDimZ INTEGER, computeMajor INTEGER, computeMinor INTEGER,"
+    "smMajor INTEGER, smMinor INTEGER"
+)
+_CUDA_DEVICE = _columns(
+    "gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL, uuid TEXT,"
+    "numMultiprocessors INTEGER"
+)
+
+# ENUM_NSYS_EVENT_TYPE names by id (name == label in every dump) as of 2026.2 (155 rows), packed
+# because one name per line would take 155 lines.
+_EVENT_TYPES_2026 = tuple(
+    (  # noqa: SIM905
+        "Unknown|CpuCycles|Instructions|CacheReferences|L1CacheDataWriteMisses|"
+        "L1CacheDataReadMisses|L1CacheInstructionMisses|L2CacheDataWriteMisses|"
+        "L2CacheDataReadMisses|L2CacheInstructionMisses|BranchInstructions|BranchMisses|"
+        "BusCycles|CpuClock|TaskClock|PageFault|ContextSwitches|CpuMigrations|PageFaultsMin|"
+        "PageFaultsMax|AlignmentFaults|EmulationFaults|ThreadState|Frames|Annotations|"
+        "SchedSwitch|SchedWakeup|Command|Mmap|MemUsage|Emc|Composite|NvtxEvents|NvtxCategory|"
+        "NvtxMark|NvtxPushRange|NvtxPopRange|NvtxStartRange|NvtxEndRange|NvtxThread|PowerRate|"
+        "Sched|CpuCyclesSelf|CpuCyclesTotal|CpuCyclesSelfPlus|Cuda|CudaDevice|TraceProcess|"
+        "TraceFunctions|Diagnostic|GlWorkload|BandwidthUsage|KhrDebugMark|KhrDebugPushRange|"
+        "KhrDebugPopRange|KhrDebugGpuMark|KhrDebugGpuPushRange|KhrDebugGpuPopRange|GpuCtxsw|"
+        "NvtxPushPopRange|NvtxStartEndRange|ProfTime|KhrDebugPushPopRange|"
+        "KhrDebugGpuPushPopRange|NvtxtCategory|NvtxtMark|NvtxtPushRange|NvtxtPopRange|"
+        "NvtxtStartRange|NvtxtEndRange|NvtxtPushPopRange|NvtxtStartEndRange|NvtxtMetaThread|"
+        "NvtxtMetaProcess|NvtxtMetaFileDisplay|NvtxDomainCreate|NvtxDomainDestroy|NvnGpuCmdBuf|"
+        "TraceVSync|CudaDeviceKernel|CudaDeviceMemory|Pmu|NvnGpuDraw|NvnGpuCompute|NvnGpuDebug|"
+        "OS runtime libraries|CuDNN|CuBLAS|NvMedia|OpenACC|Correlation|DX12|DX12Workload|"
+        "PmuRawEvent|GraphicsFrame|Vulkan|VulkanWorkload|NvtxNameCudaDevice|"
+        "NvtxNameCudaContext|NvtxNameCudaStream|SystemEvent|GpuMemoryEvent|DX12CreateObject|"
+        "VulkanCreateObject|UnitTraceEvent|CustomETWEvent|CudaSyncEvent|SLIEvent (DEPRECATED)|"
+        "CudaBacktrace|WddmEvent|DX11|DX11CreateObject|DXGI|CudaGraphNodeCreation|OpenMP|"
+        "UncorePmuEvent|UncorePmuCarmel|CudaDeviceMemoryUsage|ETWDxgKrnlEvent|"
+        "CudaUvmCpuPageFaultEvent|CudaUvmGpuPageFaultEvent|NICMetricsValuesEvent|"
+        "NICMetricsListEvent|InterruptHandler|NvEncode|NVDecode|nvJPEG|CudaEventRecord|"
+        "PerfEventCountEvent|CudaDeviceMemoryPool|CudaDeviceGraph|CudaGraphExecCreation|"
+        "CudaGraphCreation|CudaGraphClone|GpuMemoryTransferEvent|GlTrace|GpuVideoEngineWorkload|"
+        "IBSwitchMetricsValuesEvent|GenericEvent|UncorePmuT23xScf|UncorePmuT23xDsu|"
+        "IBSwitchCongestionEvent|CudaDeviceMemcpy|PerfMetricValueEvent|OpenXREvent|"
+        "TegraInternalEvent|TraceStartFinish|Syscall|CudaConfidentialComputeKeyRotation|"
+        "CudaGraphExecNodeSetParams|NvApi|CudaHostFunc|CudaApi|Overhead|CudaOverhead"
+    ).split("|")
+)
+# 2024.5 has ids 0..146 and four names that were renamed later.
+_EVENT_TYPES_2024 = tuple(
+    {107: "SLIEvent", 124: "NVENC", 125: "NVDEC", 146: "OSRuntimeStartStop"}.get(i, name)
+    for i, name in enumerate(_EVENT_TYPES_2026[:147])
+)
+MEMCPY_OPER = (
+    ("UNKNOWN", "Unknown"),
+    ("HTOD", "Host-to-Device"),
+    ("DTOH", "Device-to-Host"),
+    ("HTOA", "Host-to-Array"),
+    ("ATOH", "Array-to-Host"),
+    ("ATOA", "Array-to-Array"),
+    ("ATOD", "Array-to-Device"),
+    ("DTOA", "Device-to-Array"),
+    ("DTOD", "Device-to-Device"),
+    ("HTOH", "Host-to-Host"),
+    ("PTOP", "Peer-to-Peer"),
+    ("UVM_HTOD", "Unified Host-to-Device"),
+    ("UVM_DTOH", "Unified Device-to-Host"),
+    ("UVM_DTOD", "Unified Device-to-Device"),
+)
+# srcKind/dstKind (ENUM_CUDA_MEM_KIND: 0 pageable, 2 device) by copyKind, as in real exports.
+MEM_KINDS = {1: (0, 2), 2: (2, 0), 8: (2, 2), 10: (2, 2)}
+
+# META_DATA_EXPORT / EXPORT_META_DATA keys in each version's row order (packed like the names).
+_EXPORT_KEYS_2024 = tuple(
+    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
+    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
+    "EXPORT_SCHEMA_VERSION_CKSUM EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME_UTC EXPORT_TIME_LOCAL "
+    "EXPORT_HOST EXPORT_USER EXPORT_PARAM_INPUT_FILE EXPORT_PARAM_OUTPUT_FILE "
+    "EXPORT_PARAM_INPUT_PATH EXPORT_PARAM_OUTPUT_PATH EXPORT_PARAM_INPUT_PATH_ABS "
+    "EXPORT_PARAM_OUTPUT_PATH_ABS EXPORT_PARAM_OVERWRITE EXPORT_PARAM_APPEND EXPORT_PARAM_LAZY "
+    "EXPORT_PARAM_TIME_NORMALIZE EXPORT_PARAM_TIME_SHIFT EXPORT_PARAM_TABLES_TO_EXPORT "
+    "EXPORT_PARAM_TIMES_TO_EXPORT EXPORT_CONFIG_TIME_SHIFT EXPORT_TIME".split()
+)
+_EXPORT_KEYS_2026 = tuple(
+    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
+    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
+    "EXPORT_SCHEMA_VERSION_CKSUM EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME_UTC EXPORT_TIME_LOCAL "
+    "EXPORT_HOST EXPORT_USER EXPORT_PARAM_EXPORT_TYPE EXPORT_PARAM_INPUT_FILE "
+    "EXPORT_PARAM_OUTPUT_FILE EXPORT_PARAM_INPUT_PATH EXPORT_PARAM_OUTPUT_PATH "
+    "EXPORT_PARAM_INPUT_PATH_ABS EXPORT_PARAM_OUTPUT_PATH_ABS EXPORT_PARAM_PROGRESS "
+    "EXPORT_PARAM_OVERWRITE EXPORT_PARAM_APPEND EXPORT_PARAM_LAZY EXPORT_PARAM_USE_SHUFFLE "
+    "EXPORT_PARAM_INCLUDE_JSON EXPORT_PARAM_INCLUDE_BLOBS EXPORT_PARAM_TIME_NORMALIZE "
+    "EXPORT_PARAM_TIME_SHIFT EXPORT_PARAM_TABLES_TO_EXPORT EXPORT_PARAM_TIMES_TO_EXPORT "
+    "EXPORT_CONFIG_TIME_SHIFT EXPORT_TIME".split()
+)
+# 2.x spelled OUTPUT as OUTUPT. Its checksum is not known, so that row is left out.
+_EXPORT_KEYS_2022 = tuple(
+    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
+    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
+    "EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME EXPORT_TIME_UTC EXPORT_TIME_LOCAL EXPORT_HOST "
+    "EXPORT_USER EXPORT_INPUT_FILE EXPORT_OUTUPT_FILE EXPORT_INPUT_PATH EXPORT_OUTUPT_PATH "
+    "EXPORT_INPUT_PATH_ABS EXPORT_OUTUPT_PATH_ABS EXPORT_OVERWRITE EXPORT_LAZY".split()
+)
+
+# 2026.1 (3.24.14) and 2026.2 (3.25.0) appended the kernel columns from qmdBulkReleaseDone on.
+_KERNEL_3_13 = KERNEL[: [c.name for c in KERNEL].index("qmdBulkReleaseDone")]
+_MEMCPY_3_13 = _without(MEMCPY, "copyCount")
+
+# Creation order is the real exports' (sqlite_master rowid order). Tables that the source export
+# lacked are placed as in the nearest version that has them: TARGET_INFO_GPU/CUDA_DEVICE of
+# 2026.2 as in 2026.1; MEMSET and NVTX_EVENTS of 2024.5 after MEMCPY, as in 2022.2.
+VERSIONS: dict[str, VersionProfile] = {
+    "2026.2": VersionProfile(
+        nsys_version="2026.2.1.210",
+        schema_version="3.25.0",
+        schema_cksum="306658267 182758",
+        capture_utc="2026-05-26T07:58:50",
+        green_context_id=0,
+        tables=MappingProxyType(
+            {
+                "StringIds": _STRING_IDS,
+                "TARGET_INFO_SYSTEM_ENV": _SYSTEM_ENV,
+                "TARGET_INFO_SESSION_START_TIME": SESSION_START,
+                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
+                "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
+                "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY,
+                "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL,
+                "PROCESSES": _PROCESSES,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "NVTX_EVENTS": NVTX,
+                "ThreadNames": _THREAD_NAMES,
+                "TARGET_INFO_GPU": _GPU,
+                "TARGET_INFO_CUDA_DEVICE": _CUDA_DEVICE,
+                "ENUM_NSYS_EVENT_TYPE": _ENUM,
+                "ENUM_CUDA_MEMCPY_OPER": _ENUM,
+                "META_DATA_CAPTURE": _NAME_VALUE,
+                "META_DATA_EXPORT": _NAME_VALUE,
+            }
+        ),
+        export_keys=_EXPORT_KEYS_2026,
+        event_types=_EVENT_TYPES_2026,
+    ),
+    "2024.5": VersionProfile(
+        nsys_version="2024.5.1.113",
+        schema_version="3.13.2",
+        schema_cksum="1271772049 158887",
+        capture_utc="2024-09-13T01:27:48",
+        green_context_id=None,
+        tables=MappingProxyType(
+            {
+                "StringIds": _STRING_IDS,
+                "TARGET_INFO_SYSTEM_ENV": _SYSTEM_ENV,
+                "TARGET_INFO_SESSION_START_TIME": SESSION_START[:3],
+                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
+                "PROCESSES": _PROCESSES,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_3_13,
+                "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_3_13,
+                "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
+                # binaryData arrived with schema 3.16.1 (2024.6); the 2024.4 docs lack it.
+                "NVTX_EVENTS": _without(NVTX, "binaryData"),
+                "ThreadNames": _THREAD_NAMES,
+                "TARGET_INFO_GPU": _GPU,
+                "ENUM_NSYS_EVENT_TYPE": _ENUM,
+                "ENUM_CUDA_MEMCPY_OPER": _ENUM,
+                "META_DATA_CAPTURE": _NAME_VALUE,
+                "META_DATA_EXPORT": _NAME_VALUE,
+            }
+        ),
+        export_keys=_EXPORT_KEYS_2024,
+        event_types=_EVENT_TYPES_2024,
+    ),
+    "2022.2": VersionProfile(
+        nsys_version="2022.2.1.31",
+        schema_version="2.9.1",
+        schema_cksum=None,
+        capture_utc="2022-06-01T12:00:00",
+        green_context_id=None,
+        tables=MappingProxyType(
+            {
+                "StringIds": _STRING_IDS,
+                "ThreadNames": _THREAD_NAMES,
+                "TARGET_INFO_SYSTEM_ENV": (
+                    Column("globalVid", "INTEGER", True, False),
+                    *_SYSTEM_ENV[1:],
+                ),
+                "TARGET_INFO_SESSION_START_TIME": SESSION_START[:3],
+                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
+                "TARGET_INFO_GPU": _GPU,
+                "EXPORT_META_DATA": _NAME_VALUE,
+                "CUPTI_ACTIVITY_KIND_MEMCPY": _without(_MEMCPY_3_13, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_KERNEL": _without(_KERNEL_3_13, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "NVTX_EVENTS": _without(NVTX, "binaryData"),
+                "PROCESSES": _PROCESSES,
+            }
+        ),
+        export_keys=_EXPORT_KEYS_2022,
+        event_types=(),
+    ),
+}
