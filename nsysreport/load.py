@@ -16,6 +16,8 @@ from nsysreport.errors import TraceError
 if TYPE_CHECKING:
     import duckdb
 
+    from nsysreport.patterns import Patterns
+
 # The columns each raw table keeps, as nsys names them. Every table is optional (nsys exports
 # lazily) and columns come and go between versions, so a table that is absent is created empty
 # and a column that is absent is NULL. Required columns must exist when the table does.
@@ -113,14 +115,16 @@ class SourceSchema:
     columns: dict[str, frozenset[str]]
 
 
-def open_trace(path: Path, progress: Progress | None = None) -> duckdb.DuckDBPyConnection:
+def open_trace(
+    path: Path, progress: Progress | None = None, patterns: Patterns | None = None
+) -> duckdb.DuckDBPyConnection:
     """Check `path`, load its GPU-timeline tables into an in-memory DuckDB and create the views."""
     from nsysreport.queries import create_views
 
     schema = inspect_trace(path)
     con = connect()
     copy_tables(con, path, schema, progress)
-    create_views(con)
+    create_views(con, patterns)
     return con
 
 
@@ -129,7 +133,7 @@ def connect() -> duckdb.DuckDBPyConnection:
     import duckdb
 
     spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
-    return duckdb.connect(
+    con = duckdb.connect(
         ":memory:",
         config={
             "autoinstall_known_extensions": False,
@@ -141,6 +145,8 @@ def connect() -> duckdb.DuckDBPyConnection:
             "temp_directory": str(spill),
         },
     )
+    con.execute("SET enable_progress_bar = false")  # nsysreport draws its own progress
+    return con
 
 
 def check_file(path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsysreport.errors import OptionError
+from nsysreport.patterns import Patterns
 
 if TYPE_CHECKING:
     import duckdb
@@ -34,7 +35,7 @@ def resource_dir(name: str) -> Path:
 class Param:
     name: str
     type: str
-    default: int | float | str
+    default: int | float | str | None
     meaning: str
 
 
@@ -77,7 +78,8 @@ def parse_query_file(path: Path) -> QueryFile:
             section = line.strip()
         elif section == "Params:" and (p := PARAM_DOC.match(line)):
             name, type_, default, meaning = p.groups()
-            params.append(Param(name, type_, PARAM_TYPES[type_](default), meaning))
+            value = None if default == "-" else PARAM_TYPES[type_](default)  # "-": no default
+            params.append(Param(name, type_, value, meaning))
         elif section == "Columns:" and (c := COLUMN_DOC.match(line)):
             columns.append(ColumnDoc(*c.groups()))
     return QueryFile(path.stem, path, first.group(2), tuple(params), tuple(columns), sql)
@@ -105,23 +107,18 @@ def find_query(name: str) -> QueryFile:
     raise OptionError(f"no query named {name!r}; the queries are: {names}")
 
 
-def create_views(
-    con: duckdb.DuckDBPyConnection, class_rules: Sequence[tuple[str, str]] | None = None
-) -> None:
-    """Create the kernel-class rule table and every view (in dependency order)."""
+def create_views(con: duckdb.DuckDBPyConnection, patterns: Patterns | None = None) -> None:
+    """Create the option tables (name patterns, message sizes) and every view, in order."""
     import duckdb
 
-    from nsysreport.kernel_classes import DEFAULT_RULES
-
-    rules = DEFAULT_RULES if class_rules is None else class_rules
-    con.execute(
-        "CREATE OR REPLACE TABLE kernel_class_rule "
-        "(priority INTEGER, class VARCHAR, pattern VARCHAR)"
+    patterns = patterns or Patterns()
+    _option_table(
+        con,
+        "kernel_class_rule",
+        "priority INTEGER, class VARCHAR, pattern VARCHAR",
+        [(i, cls, pattern) for i, (cls, pattern) in enumerate(patterns.kernel_rules)],
     )
-    con.executemany(
-        "INSERT INTO kernel_class_rule VALUES (?, ?, ?)",
-        [(i, cls, pattern) for i, (cls, pattern) in enumerate(rules)],
-    )
+    _option_table(con, "comm_bytes_option", "op VARCHAR, bytes BIGINT", list(patterns.comm_bytes.items()))
     pending = list(view_files())
     # Views read other views; retry the ones whose dependencies do not exist yet.
     while pending:
@@ -129,13 +126,23 @@ def create_views(
         last_error: duckdb.Error | None = None
         for view in pending:
             try:
-                con.execute(view.sql)
+                con.execute(view.sql, _bind(view, patterns.view_params()))
             except duckdb.CatalogException as exc:
                 failed.append(view)
                 last_error = exc
         if len(failed) == len(pending) and last_error is not None:
             raise last_error
         pending = failed
+
+
+def _option_table(
+    con: duckdb.DuckDBPyConnection, name: str, columns: str, rows: Sequence[tuple[object, ...]]
+) -> None:
+    """A small table of user options that the views join (patterns are data, not SQL text)."""
+    con.execute(f"CREATE OR REPLACE TABLE {name} ({columns})")
+    if rows:
+        marks = ", ".join("?" for _ in rows[0])
+        con.executemany(f"INSERT INTO {name} VALUES ({marks})", list(rows))
 
 
 def run_query(
@@ -147,11 +154,18 @@ def run_query(
     unknown = set(given) - {p.name for p in query.params}
     if unknown:
         raise OptionError(f"query {name} has no parameter {sorted(unknown)[0]!r}")
+    return con.execute(query.sql, _bind(query, given)).pl()
+
+
+def _bind(query: QueryFile, given: Mapping[str, object]) -> dict[str, object]:
+    """The values of the parameters `query` declares: given, else its documented default."""
     values: dict[str, object] = {}
     for p in query.params:
         value = given.get(p.name, p.default)
+        if value is None:
+            raise OptionError(f"query {query.name} needs the parameter {p.name}")
         try:
-            values[p.name] = PARAM_TYPES[p.type](value)
+            values[p.name] = PARAM_TYPES[p.type](value)  # type: ignore[operator]
         except ValueError as exc:
-            raise OptionError(f"query {name}: parameter {p.name} must be {p.type}") from exc
-    return con.execute(query.sql, values).pl()
+            raise OptionError(f"query {query.name}: parameter {p.name} must be {p.type}") from exc
+    return values

@@ -8,6 +8,9 @@
 -- are dropped, and the counts after the last of them are exact. Ends sort before starts so
 -- that touching activities leave a zero-length segment, not a gap. Activities with
 -- end <= start carry no time and are left out. The segments tile [first start, last end].
+-- The *_before_ns columns accumulate each predicate's time over the earlier segments of the
+-- GPU, so the time under a predicate inside any window [a, b) is a difference of two lookups
+-- (ASOF on start_ns): before + (b - start_ns if the predicate holds at b) minus the same at a.
 --
 -- Columns:
 --   pid              BIGINT    process id
@@ -25,6 +28,14 @@
 --   before_id        BIGINT    its activity_id
 --   after_source     VARCHAR   source of the activity whose event closes the segment
 --   after_id         BIGINT    its activity_id
+--   busy_before_ns             BIGINT    time with n_all > 0 before start_ns
+--   compute_before_ns          BIGINT    time with n_compute > 0 before start_ns
+--   gemm_before_ns             BIGINT    time with n_gemm > 0 before start_ns
+--   attention_before_ns        BIGINT    time with n_attention > 0 before start_ns
+--   comm_before_ns             BIGINT    time with n_comm > 0 before start_ns
+--   exposed_comm_before_ns     BIGINT    time with comm but no compute before start_ns
+--   memcpy_before_ns           BIGINT    time with n_memcpy > 0 before start_ns
+--   exposed_memcpy_before_ns   BIGINT    time with copies only before start_ns
 CREATE VIEW gpu_segment AS
 WITH timed AS (
     SELECT pid, device_id, start_ns, end_ns, source, activity_id,
@@ -61,12 +72,37 @@ swept AS (
         PARTITION BY pid, device_id ORDER BY t, d, source, activity_id
         ROWS UNBOUNDED PRECEDING
     )
+),
+segments AS (
+    SELECT pid, device_id, t AS start_ns, next_t AS end_ns, next_t - t AS duration_ns,
+        n_all::BIGINT AS n_all, n_compute::BIGINT AS n_compute, n_gemm::BIGINT AS n_gemm,
+        n_attention::BIGINT AS n_attention, n_comm::BIGINT AS n_comm,
+        n_memcpy::BIGINT AS n_memcpy,
+        source AS before_source, activity_id AS before_id,
+        next_source AS after_source, next_id AS after_id
+    FROM swept
+    WHERE next_t > t
 )
-SELECT pid, device_id, t AS start_ns, next_t AS end_ns, next_t - t AS duration_ns,
-    n_all::BIGINT AS n_all, n_compute::BIGINT AS n_compute, n_gemm::BIGINT AS n_gemm,
-    n_attention::BIGINT AS n_attention, n_comm::BIGINT AS n_comm,
-    n_memcpy::BIGINT AS n_memcpy,
-    source AS before_source, activity_id AS before_id,
-    next_source AS after_source, next_id AS after_id
-FROM swept
-WHERE next_t > t
+SELECT *,
+    coalesce(sum(CASE WHEN n_all > 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS busy_before_ns,
+    coalesce(sum(CASE WHEN n_compute > 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS compute_before_ns,
+    coalesce(sum(CASE WHEN n_gemm > 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS gemm_before_ns,
+    coalesce(sum(CASE WHEN n_attention > 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS attention_before_ns,
+    coalesce(sum(CASE WHEN n_comm > 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS comm_before_ns,
+    coalesce(sum(CASE WHEN n_comm > 0 AND n_compute = 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS exposed_comm_before_ns,
+    coalesce(sum(CASE WHEN n_memcpy > 0 THEN duration_ns END) OVER c, 0)::BIGINT
+        AS memcpy_before_ns,
+    coalesce(sum(
+        CASE WHEN n_memcpy > 0 AND n_compute = 0 AND n_comm = 0 THEN duration_ns END
+    ) OVER c, 0)::BIGINT AS exposed_memcpy_before_ns
+FROM segments
+WINDOW c AS (
+    PARTITION BY pid, device_id ORDER BY start_ns
+    ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+)

@@ -1,0 +1,44 @@
+"""The name patterns that classify kernels and NVTX ranges: defaults here, users override."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# (class, case-insensitive regular expression); the first rule that matches wins, and a kernel
+# no rule matches is `other`. Memcpys and memsets are `memcpy` by table, never by name.
+# Attention is tested before GEMM because FlashAttention and xFormers names carry `cutlass`;
+# communication comes first because NCCL often runs on the compute stream, so it is never
+# recognised by stream.
+DEFAULT_KERNEL_RULES: tuple[tuple[str, str], ...] = (
+    ("comm", r"nccl"),  # ncclKernel_*, ncclDevKernel_*, ncclSymDevKernel_*, RCCL
+    ("comm", r"multimem_all_reduce|one_shot_all_reduce|two_shot_all_reduce"),  # PyTorch symm-mem
+    ("comm", r"cross_device_reduce"),  # vLLM custom all-reduce
+    ("comm", r"nvshmem"),
+    ("comm", r"deep_ep|dpsk::ep"),  # DeepEP expert-parallel all-to-all
+    ("attention", r"flash|fmha|sdpa|attention"),
+    ("other", r"splitKreduce"),  # cuBLAS split-K epilogue: a reduction, not a GEMM
+    ("gemm", r"gemm|xmma|nvjet|gemv|cutlass.*tensorop|cublaslt|GemmUniversal"),
+)
+KERNEL_CLASSES = ("comm", "attention", "gemm", "other")
+
+# NVTX ranges that mark a training/inference step: PyTorch's `ProfilerStep#N`, or a name that
+# is, or starts with, step/iteration/iter and a number (`step 3`, `iteration_12`).
+DEFAULT_STEP_PATTERN = r"(?i)^(ProfilerStep#\d+|(step|iteration|iter)[\s_#:.-]*\d+)"
+# A layer or block word and an index, with the module path before it: `layer 3`, `layers.3`,
+# `TransformerLayer_3`, `block_7`, `decoder.layers.12`. The matched text names the layer, so
+# PyTorch's `, op_id = ...` suffixes do not split one layer into many.
+DEFAULT_LAYER_PATTERN = r"(?i)[\w.]*(layers?|blocks?)[\s_#:.-]*\d+"
+
+
+@dataclass(frozen=True, slots=True)
+class Patterns:
+    """Every name pattern the analysis uses; the CLI builds one from its options."""
+
+    kernel_rules: tuple[tuple[str, str], ...] = DEFAULT_KERNEL_RULES
+    step: str = DEFAULT_STEP_PATTERN
+    layer: str = DEFAULT_LAYER_PATTERN
+    comm_bytes: dict[str, int] = field(default_factory=dict)  # collective op -> message bytes
+
+    def view_params(self) -> dict[str, str]:
+        """Parameters of the views that take options (see nvtx_role_range.sql)."""
+        return {"step_pattern": self.step, "layer_pattern": self.layer}

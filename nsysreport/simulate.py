@@ -1,0 +1,424 @@
+"""Simulate tensor-parallel transformer inference as synthetic nsys traces (never GPU captures).
+
+Model. Every TP rank runs the same Llama-style forward pass (vLLM's layout, eager mode, no CUDA
+graphs): per step an input copy, the vocab-parallel embedding and its all-reduce, then per layer
+input norm, QKV GEMM (column-parallel), rotary, KV-cache write, attention, output projection
+(row-parallel) -> all-reduce, post-attention norm, gate/up GEMM, SiLU-and-mul, down projection
+(row-parallel) -> all-reduce; then final norm, LM head on the last token, all-gather of the
+logits, argmax, a copy of the token ids back and a stream synchronize. Weights are sharded by TP.
+
+Durations. A GEMM takes max(FLOPs / achievable FLOP/s, bytes / achievable HBM bytes/s) with
+FLOPs = 2·tokens·n·k and bytes = (n·k + tokens·k + tokens·n)·dtype; attention is the same
+roofline at FlashAttention's efficiency; norms and activations are memory-bound; no kernel runs
+shorter than `min_kernel_ns`. An all-reduce of M bytes on TP ranks takes
+base + 2(TP−1)·per-step latency + 2(TP−1)/TP·M / bus bandwidth (an all-gather: TP−1 steps and
+(TP−1)/TP·M), the ring cost model of NCCL's tuner with bus bandwidth as nccl-tests defines it.
+
+Time line. Each rank (pid 1000 + rank, device = rank) has one host thread that launches kernels
+(`launch_ns` per call, `gap_ns` of Python between calls) and a compute stream (7) where a kernel
+starts at max(previous kernel end, launch end + `queue_ns`): small decode kernels are launch
+bound, long prefill GEMMs are GPU bound. A collective starts on each rank when that rank reaches
+it and ends on every rank at the last arrival + its duration, so early ranks wait inside the
+NCCL kernel for the last one, as in real traces. With `overlap`, NCCL runs on stream 31 and the
+compute stream goes on up to and including the next GEMM before waiting for the all-reduce: the
+schedule of an idealised two-micro-batch pipeline (NanoFlow, SGLang two-batch overlap) whose data
+dependencies and SM contention are not modelled, so it bounds what overlap can hide from above.
+A straggler rank's compute kernels are `straggler_slowdown` times longer; `jitter` scales every
+kernel and host gap by a seeded uniform factor in [1 − jitter, 1 + jitter].
+
+Figures (assumptions are marked as such):
+- H100 SXM5: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3, NVLink 4 at 900 GB/s both directions
+  (NVIDIA H100 Tensor Core GPU datasheet). Achievable: GEMMs 70 % of peak (large BF16 cuBLAS
+  GEMMs on H100 reach ~650–750 TFLOP/s), attention 40 % (FlashAttention-2 forward on H100,
+  ~350–400 TFLOP/s, per the FlashAttention-3 paper, Shah et al. 2024), HBM 85 % (assumption).
+- NVLink: 450 GB/s bus bandwidth (the per-direction NVLink 4 rate; nccl-tests all_reduce_perf
+  on 8×H100 reports ~450 GB/s busbw), latency 3 µs + 0.5 µs per ring step (NCCL's tuner uses
+  ~0.5–0.6 µs per NVLink ring-LL step; ~10 µs at TP=8, assumption for the base).
+- PCIe: 20 GB/s bus bandwidth (H100 PCIe Gen5 x16 is 64 GB/s per direction in theory; rings
+  through PCIe switches and the CPU without NVLink reach a fraction of it, assumption) and 10 µs +
+  6 µs per ring step (small messages staged through host memory, tens of µs, assumption).
+- Host: 3 µs per launch call, 2 µs of Python between launches, 1.5 µs from launch to an idle
+  stream, 4 µs of NCCL enqueue per collective, 40 µs of scheduler between steps (assumptions in
+  the range eager PyTorch shows). Models: Meta Llama 3 8B and 70B `config.json` shapes.
+Kernel names are those of BF16 H100 kernels (cuBLAS nvjet/xmma, FlashAttention-2, vLLM, NCCL
+≥ 2.23) whatever `dtype_bytes` is. Every trace carries an NSYSREPORT_SIMULATED metadata row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from nsysreport.synth import ApiCall, Gpu, Kernel, Memcpy, NvtxRange, Scenario, write_trace
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A Llama-style decoder's shape: GQA attention and a gated MLP."""
+
+    name: str
+    hidden: int
+    layers: int
+    ffn: int
+    heads: int
+    kv_heads: int
+    vocab: int = 128_256
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSpec:
+    """A GPU-to-GPU path as an NCCL ring sees it."""
+
+    name: str
+    bus_bytes_per_s: float
+    base_ns: int  # per collective
+    step_ns: int  # per ring step: 2(TP−1) steps in an all-reduce, TP−1 in an all-gather
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSpec:
+    """Peak rates, the share of them kernels reach, and the shortest kernel."""
+
+    name: str
+    peak_flops: float
+    peak_hbm_bytes_per_s: float
+    gemm_efficiency: float
+    attention_efficiency: float
+    hbm_efficiency: float
+    min_kernel_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class HostSpec:
+    """Host-side costs of an eager PyTorch process launching work."""
+
+    launch_ns: int = 3_000
+    gap_ns: int = 2_000
+    queue_ns: int = 1_500
+    nccl_ns: int = 4_000
+    step_ns: int = 40_000
+    copy_latency_ns: int = 1_500
+    copy_bytes_per_s: float = 25e9
+
+
+MODELS = {
+    "llama8b": ModelSpec("llama8b", hidden=4096, layers=32, ffn=14336, heads=32, kv_heads=8),
+    "llama70b": ModelSpec("llama70b", hidden=8192, layers=80, ffn=28672, heads=64, kv_heads=8),
+}
+LINKS = {
+    "nvlink": LinkSpec("nvlink", bus_bytes_per_s=450e9, base_ns=3_000, step_ns=500),
+    "pcie": LinkSpec("pcie", bus_bytes_per_s=20e9, base_ns=10_000, step_ns=6_000),
+}
+GPUS = {"h100": GpuSpec("h100", 989.4e12, 3.35e12, 0.70, 0.40, 0.85, min_kernel_ns=2_000)}
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+Phase = Literal["prefill", "decode"]
+
+
+@dataclass(frozen=True, slots=True)
+class TensorParallelConfig:
+    """One simulated run: `seq_len` is the prompt (prefill) or the KV cache at step 0 (decode)."""
+
+    model: ModelSpec = MODELS["llama70b"]
+    phase: Phase = "decode"
+    seq_len: int = 2048
+    tokens: int = 1  # decode: new tokens per sequence per step
+    batch: int = 1
+    dtype_bytes: int = 2
+    tp: int = 8
+    link: LinkSpec = LINKS["nvlink"]
+    gpu: GpuSpec = GPUS["h100"]
+    steps: int = 4
+    layers_simulated: int | None = None  # None: all of model.layers
+    overlap: bool = False
+    straggler_rank: int | None = None
+    straggler_slowdown: float = 1.0
+    jitter: float = 0.0
+    seed: int = 0
+    host: HostSpec = field(default_factory=HostSpec)
+
+
+def gemm_ns(tokens: int, n: int, k: int, gpu: GpuSpec, dtype_bytes: int) -> int:
+    """Roofline time of a [tokens, k] x [k, n] GEMM."""
+    flops = 2 * tokens * n * k
+    moved = (n * k + tokens * k + tokens * n) * dtype_bytes
+    return _roofline(flops, gpu.gemm_efficiency, moved, gpu)
+
+
+def attention_ns(
+    batch: int, q: int, ctx: int, heads: int, kv_heads: int, head_dim: int, gpu: GpuSpec,
+    dtype_bytes: int, causal: bool,
+) -> int:  # fmt: skip
+    """Roofline time of `q` query tokens attending to `ctx` keys (causal: half the pairs)."""
+    pairs = q * ctx // 2 if causal else q * ctx
+    flops = 4 * batch * pairs * heads * head_dim
+    moved = batch * (2 * q * heads + 2 * ctx * kv_heads) * head_dim * dtype_bytes
+    return _roofline(flops, gpu.attention_efficiency, moved, gpu)
+
+
+def memory_ns(moved_bytes: int, gpu: GpuSpec) -> int:
+    """Time of a memory-bound kernel (norms, activations, gathers) moving `moved_bytes`."""
+    return _roofline(0, 1.0, moved_bytes, gpu)
+
+
+def allreduce_ns(message_bytes: int, tp: int, link: LinkSpec) -> int:
+    """Ring all-reduce of a `message_bytes` tensor over `tp` ranks (0 for a single rank)."""
+    steps = 2 * (tp - 1)
+    return _ring_ns(steps, 2 * (tp - 1) * message_bytes / tp if tp > 1 else 0, link)
+
+
+def allgather_ns(total_bytes: int, tp: int, link: LinkSpec) -> int:
+    """Ring all-gather whose gathered result is `total_bytes`."""
+    return _ring_ns(tp - 1, (tp - 1) * total_bytes / tp if tp > 1 else 0, link)
+
+
+def _roofline(flops: int, efficiency: float, moved: int, gpu: GpuSpec) -> int:
+    compute_s = flops / (gpu.peak_flops * efficiency)
+    memory_s = moved / (gpu.peak_hbm_bytes_per_s * gpu.hbm_efficiency)
+    return max(gpu.min_kernel_ns, round(max(compute_s, memory_s) * 1e9))
+
+
+def _ring_ns(steps: int, bus_bytes: float, link: LinkSpec) -> int:
+    if steps <= 0:
+        return 0
+    return link.base_ns + steps * link.step_ns + round(bus_bytes / link.bus_bytes_per_s * 1e9)
+
+
+# Real kernel names of a BF16 H100 vLLM run: (prefill, decode) where cuBLAS picks differently.
+_GEMM = {
+    "qkv": ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT"),
+    "o": (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1"
+        "_execute_segment_k_off_kernel__5x_cublas",
+        "nvjet_tst_64x8_64x16_4x1_v_bz_TNT",
+    ),
+    "gate_up": ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT"),
+    "down": ("nvjet_tst_192x208_64x4_1x1_h_bz_coopB_TNT", "nvjet_tst_64x8_64x16_2x1_v_bz_splitK_TNT"),
+    "lm_head": ("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT"),
+}
+_FLASH_TRAITS = (
+    "Flash_fwd_kernel_traits<(int)128, (int){m}, (int){n}, (int)4, (bool)0, (bool)0, "
+    "cutlass::bfloat16_t, Flash_kernel_traits<(int)128, (int){m}, (int){n}, (int)4, "
+    "cutlass::bfloat16_t>>"
+)
+_ATTENTION = (
+    f"void flash::flash_fwd_kernel<{_FLASH_TRAITS.format(m=128, n=64)}, (bool)1, (bool)0, "
+    "(bool)0, (bool)0, (bool)0, (bool)1, (bool)0, (bool)0>(flash::Flash_fwd_params)",
+    f"void flash::flash_fwd_splitkv_kernel<{_FLASH_TRAITS.format(m=64, n=128)}, (bool)1, "
+    "(bool)0, (bool)0, (bool)0, (bool)1, (bool)1, (bool)0, (bool)0>(flash::Flash_fwd_params)",
+)
+_T = "c10::BFloat16"
+EMBED = "void at::native::vectorized_gather_kernel<(int)16, long>(char *, char *, T2 *, int, long, long, long, long, bool)"  # noqa: E501
+RMS_NORM = f"void vllm::rms_norm_kernel<{_T}>(T1 *, const T1 *, const T1 *, float, int, int)"
+ADD_RMS_NORM = f"void vllm::fused_add_rms_norm_kernel<{_T}, (int)8>(T1 *, T1 *, const T1 *, float, int, int)"  # noqa: E501
+ROTARY = f"void vllm::rotary_embedding_kernel<{_T}, (bool)1>(const long *, T1 *, T1 *, const T1 *, int, long, long, long, int, int, int)"  # noqa: E501
+CACHE = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(const T1 *, const T1 *, T2 *, T2 *, const long *, long, long, long, long, int, int, int, const float *, const float *)"  # noqa: E501
+SILU_AND_MUL = f"void vllm::act_and_mul_kernel<{_T}, &vllm::silu_kernel<{_T}>, (bool)1>(T1 *, const T1 *, int)"  # noqa: E501
+ARGMAX = "void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, (int)4, (int)4>>(T3)"  # noqa: E501
+_NCCL_ARGS = "(ncclDevKernelArgsStorage<(unsigned long)4096>)"
+ALLREDUCE = f"ncclDevKernel_AllReduce_Sum_bf16_RING_LL{_NCCL_ARGS}"
+ALLGATHER = f"ncclDevKernel_AllGather_RING_LL{_NCCL_ARGS}"
+COMPUTE_STREAM, COMM_STREAM = 7, 31
+START_NS = 1_000_000_000  # a second into the capture, as after warm-up
+
+
+def tensor_parallel(config: TensorParallelConfig) -> Scenario:
+    """The trace of `config`: every rank of one node in one export, as `nsys profile torchrun`."""
+    c, m = config, config.model
+    if m.heads % c.tp or m.ffn % c.tp or m.hidden % m.heads:
+        raise ValueError(f"TP={c.tp} must divide {m.name}'s {m.heads} heads and FFN size {m.ffn}")
+    if c.straggler_rank is not None and not 0 <= c.straggler_rank < c.tp:
+        raise ValueError(f"straggler rank {c.straggler_rank} is not a rank of TP={c.tp}")
+    sim = _Timeline(c)
+    new = c.seq_len if c.phase == "prefill" else c.tokens
+    rows = c.batch * new  # tokens through every GEMM
+    act = rows * m.hidden * c.dtype_bytes  # one activation tensor, the all-reduce message
+    vocab = -(-m.vocab // c.tp)
+    for step in range(c.steps):
+        ctx = c.seq_len if c.phase == "prefill" else c.seq_len + step * c.tokens + c.tokens
+        with sim.nvtx(f"step {step}"):
+            sim.copy(1, rows * 8)  # token ids in
+            sim.kernel(EMBED, memory_ns(2 * act, c.gpu))
+            sim.allreduce(act)
+            for layer in range(m.layers if c.layers_simulated is None else c.layers_simulated):
+                _layer(sim, c, layer, rows, ctx, act)
+            sim.kernel(ADD_RMS_NORM, memory_ns(4 * act, c.gpu))
+            sim.kernel(_GEMM["lm_head"][0], gemm_ns(c.batch, vocab, m.hidden, c.gpu, c.dtype_bytes))
+            logits = c.batch * vocab * c.tp * c.dtype_bytes
+            sim.collective(ALLGATHER, "ncclAllGather", logits, allgather_ns(logits, c.tp, c.link))
+            sim.kernel(ARGMAX, memory_ns(logits, c.gpu))
+            sim.copy(2, c.batch * 8)  # sampled token ids out
+            sim.synchronize()
+        sim.idle(c.host.step_ns)
+    return Scenario(
+        kernels=sim.kernels,
+        memcpys=sim.memcpys,
+        api_calls=sim.api_calls,
+        nvtx=sim.ranges,
+        gpus=[Gpu(device=r, name=GPU_NAME, pid=_pid(r)) for r in range(c.tp)],
+        host=f"simulated-{c.gpu.name}x{c.tp}",
+        metadata={"NSYSREPORT_SIMULATED": describe(c), "NSYSREPORT_SIMULATION": _as_json(c)},
+    )
+
+
+def _layer(sim: _Timeline, c: TensorParallelConfig, layer: int, rows: int, ctx: int, act: int) -> None:  # noqa: E501
+    m, gpu, b = c.model, c.gpu, c.dtype_bytes
+    head_dim = m.hidden // m.heads
+    heads, kv_heads = m.heads // c.tp, max(1, m.kv_heads // c.tp)  # KV heads replicate past TP
+    ffn, decode = m.ffn // c.tp, int(c.phase == "decode")
+    with sim.nvtx(f"model.layers.{layer}"):
+        sim.kernel(RMS_NORM if layer == 0 else ADD_RMS_NORM, memory_ns((2 if layer == 0 else 4) * act, gpu))
+        with sim.nvtx("self_attn"):
+            qkv = (heads + 2 * kv_heads) * head_dim
+            sim.kernel(_GEMM["qkv"][decode], gemm_ns(rows, qkv, m.hidden, gpu, b), gemm=True)
+            sim.kernel(ROTARY, memory_ns(2 * rows * (heads + kv_heads) * head_dim * b, gpu))
+            sim.kernel(CACHE, memory_ns(4 * rows * kv_heads * head_dim * b, gpu))
+            q = rows // c.batch
+            attn = attention_ns(c.batch, q, ctx, heads, kv_heads, head_dim, gpu, b, not decode)
+            sim.kernel(_ATTENTION[decode], attn)
+            sim.kernel(_GEMM["o"][decode], gemm_ns(rows, m.hidden, heads * head_dim, gpu, b), gemm=True)
+            sim.allreduce(act)
+        sim.kernel(ADD_RMS_NORM, memory_ns(4 * act, gpu))
+        with sim.nvtx("mlp"):
+            sim.kernel(_GEMM["gate_up"][decode], gemm_ns(rows, 2 * ffn, m.hidden, gpu, b), gemm=True)
+            sim.kernel(SILU_AND_MUL, memory_ns(3 * rows * ffn * b, gpu))
+            sim.kernel(_GEMM["down"][decode], gemm_ns(rows, m.hidden, ffn, gpu, b), gemm=True)
+            sim.allreduce(act)
+
+
+def _pid(rank: int) -> int:
+    return 1000 + rank
+
+
+class _Timeline:
+    """Every rank's host clock and streams, advanced in lock step: all ranks run the same calls."""
+
+    def __init__(self, config: TensorParallelConfig) -> None:
+        self.c, self.h = config, config.host
+        self.rng = random.Random(config.seed)  # never the global generator: files must reproduce
+        self.ranks = range(config.tp)
+        self.clock = [START_NS] * config.tp  # each rank's host thread
+        self.free = [{COMPUTE_STREAM: 0, COMM_STREAM: 0} for _ in self.ranks]
+        # Overlap: ends of the all-reduce in flight, and whether its GEMM has been launched yet.
+        self.pending: list[int] | None = None
+        self.gemm_free = False
+        self.kernels: list[Kernel] = []
+        self.memcpys: list[Memcpy] = []
+        self.api_calls: list[ApiCall] = []
+        self.ranges: list[NvtxRange] = []
+
+    def _noise(self) -> float:
+        j = self.c.jitter
+        return 1.0 + self.rng.uniform(-j, j) if j else 1.0
+
+    def _call(self, rank: int, ns: int, name: str | None = None) -> tuple[int, int]:
+        """A host API call of `ns` on `rank`, then the Python gap before the next one."""
+        start = self.clock[rank]
+        end = start + ns
+        self.clock[rank] = end + round(self.h.gap_ns * self._noise())
+        if name is not None:
+            self.api_calls.append(ApiCall(start, end, name, pid=_pid(rank)))
+        return start, end
+
+    def _dependency(self, gemm: bool) -> list[int] | None:
+        """The all-reduce ends the next compute kernel must wait for (overlap only)."""
+        if self.pending is None or (self.gemm_free and (gemm or True)):
+            if self.pending is not None and gemm:
+                self.gemm_free = False
+            return None
+        pending, self.pending = self.pending, None
+        return pending
+
+    @contextmanager
+    def nvtx(self, text: str) -> Iterator[None]:
+        starts = list(self.clock)
+        yield
+        for r in self.ranks:
+            self.ranges.append(NvtxRange(starts[r], self.clock[r], text, pid=_pid(r)))
+
+    def kernel(self, name: str, ns: int, gemm: bool = False) -> None:
+        wait = self._dependency(gemm)
+        c = self.c
+        for r in self.ranks:
+            slow = c.straggler_slowdown if r == c.straggler_rank else 1.0
+            duration = round(ns * slow * self._noise())
+            if wait is not None:
+                self._call(r, 1_000, "cudaStreamWaitEvent_v3020")
+            launch = self._call(r, self.h.launch_ns)
+            start = max(launch[1] + self.h.queue_ns, self.free[r][COMPUTE_STREAM])
+            start = max(start, wait[r]) if wait is not None else start
+            self.free[r][COMPUTE_STREAM] = start + duration
+            self.kernels.append(
+                Kernel(start, start + duration, name, r, COMPUTE_STREAM, _pid(r), launch=launch)
+            )
+
+    def allreduce(self, message_bytes: int) -> None:
+        ns = allreduce_ns(message_bytes, self.c.tp, self.c.link)
+        self.collective(ALLREDUCE, "ncclAllReduce", message_bytes, ns, next_gemm_overlaps=True)
+
+    def collective(
+        self, name: str, op: str, message_bytes: int, ns: int, next_gemm_overlaps: bool = False
+    ) -> None:
+        """One NCCL call on every rank: it ends everywhere at the last arrival + `ns`."""
+        if self.c.tp == 1:
+            return
+        overlap = self.c.overlap
+        stream = COMM_STREAM if overlap else COMPUTE_STREAM
+        duration = round(ns * self._noise())  # one transfer, seen by every rank
+        arrivals, launches = [], []
+        for r in self.ranks:
+            if overlap:  # the comm stream waits for the compute stream's result
+                self._call(r, 1_000, "cudaEventRecord_v3020")
+                self._call(r, 1_000, "cudaStreamWaitEvent_v3020")
+            begin = self.clock[r]
+            self.clock[r] += self.h.nccl_ns
+            start, end = self.clock[r], self.clock[r] + self.h.launch_ns
+            self.clock[r] = end + 500  # NCCL returns right after its launch
+            self.ranges.append(
+                NvtxRange(begin, self.clock[r], op, pid=_pid(r), registered=True, domain="NCCL",
+                          payload=message_bytes)
+            )  # fmt: skip
+            self.clock[r] += round(self.h.gap_ns * self._noise())
+            ready = [end + self.h.queue_ns, self.free[r][stream], self.free[r][COMPUTE_STREAM]]
+            if self.pending is not None:
+                ready.append(self.pending[r])
+            arrivals.append(max(ready))
+            launches.append((start, end))
+        finish = max(arrivals) + duration
+        for r in self.ranks:
+            self.free[r][stream] = finish
+            self.kernels.append(
+                Kernel(arrivals[r], finish, name, r, stream, _pid(r), launch=launches[r],
+                       api="cuLaunchKernelEx", event_class=1)
+            )  # fmt: skip
+        if overlap:
+            self.pending = [finish] * self.c.tp
+            self.gemm_free = next_gemm_overlaps
+
+    def copy(self, kind: int, size: int) -> None:
+        """A small cudaMemcpyAsync (1 HtoD, 2 DtoH) on the compute stream."""
+        ns = self.h.copy_latency_ns + round(size / self.h.copy_bytes_per_s * 1e9)
+        for r in self.ranks:
+            launch = self._call(r, self.h.launch_ns)
+            start = max(launch[1] + self.h.queue_ns, self.free[r][COMPUTE_STREAM])
+            self.free[r][COMPUTE_STREAM] = start + ns
+            self.memcpys.append(
+                Memcpy(start, start + ns, size, kind, r, COMPUTE_STREAM, _pid(r), launch=launch)
+            )
+
+    def synchronize(self) -> None:
+        """cudaStreamSynchronize: the host waits for its GPU (the step's output token)."""
+        for r in self.ranks:
+            start = self.clock[r]
+            end = max(start + 1_000, *self.free[r].values()) + 1_000
+            self.api_calls.append(ApiCall(start, end, "cudaStreamSynchronize_v3020", pid=_pid(r)))
+            self.clock[r] = end
+
+    def idle(self, ns: int) -> None:
+        for r in self.ranks:
+            self.clock[r] += round(ns * self._noise())

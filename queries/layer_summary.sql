@@ -1,0 +1,75 @@
+-- layer_summary: per GPU and layer: kernels, compute, GEMM, comm and exposed comm, GPU time
+--
+-- An activity belongs to the innermost layer range containing its launch; the rest are
+-- `(outside layers)` (occurrences 0, gpu_time_ns NULL). Unions are over that layer's kernels;
+-- exposed_comm_ns is the layer's comm union minus the union of ALL compute on the GPU, so an
+-- all-reduce hidden behind the next layer's GEMM counts as hidden. gpu_time_ns sums, over the
+-- layer's occurrences, the window from its first activity start to its last activity end.
+-- Rows are ranked within each GPU by exposed communication, most first.
+--
+-- Columns:
+--   pid               BIGINT    process id
+--   device_id         BIGINT    nsys GPU id
+--   layer             VARCHAR   layer label, or (outside layers)
+--   layer_index       BIGINT    the number in the label (for natural order), NULL outside
+--   occurrences       BIGINT    how many ranges of this layer launched work on the GPU
+--   kernel_count      BIGINT    kernels launched inside the layer
+--   compute_ns        BIGINT    union of the layer's compute kernels
+--   gemm_ns           BIGINT    union of the layer's GEMM kernels
+--   comm_ns           BIGINT    union of the layer's communication kernels
+--   exposed_comm_ns   BIGINT    layer comm union minus all compute on the GPU
+--   gpu_time_ns       BIGINT    sum over occurrences of the projected window length
+--   exposed_rank      BIGINT    1 = the GPU's layer with the most exposed communication
+WITH members AS (
+    SELECT a.pid, a.device_id, a.source, a.start_ns, a.end_ns,
+        coalesce(ar.label, '(outside layers)') AS layer, ar.label_index, ar.range_id
+    FROM activity AS a
+    LEFT JOIN activity_range AS ar
+        ON ar.source = a.source AND ar.activity_id = a.activity_id AND ar.role = 'layer'
+),
+counts AS (
+    SELECT pid, device_id, layer, min(label_index) AS layer_index,
+        count(DISTINCT range_id) AS occurrences,
+        count(*) FILTER (source = 'kernel') AS kernel_count
+    FROM members
+    GROUP BY pid, device_id, layer
+),
+windows AS (
+    SELECT pid, device_id, layer, range_id,
+        max(greatest(end_ns, start_ns)) - min(start_ns) AS window_ns
+    FROM members
+    WHERE range_id IS NOT NULL
+    GROUP BY pid, device_id, layer, range_id
+),
+gpu_time AS (
+    SELECT pid, device_id, layer, sum(window_ns)::BIGINT AS gpu_time_ns
+    FROM windows
+    GROUP BY pid, device_id, layer
+),
+unions AS (
+    SELECT pid, device_id, group_key AS layer,
+        sum(duration_ns) FILTER (part = 'compute') AS compute_ns,
+        sum(duration_ns) FILTER (part = 'gemm') AS gemm_ns,
+        sum(duration_ns) FILTER (part = 'comm') AS comm_ns,
+        sum(exposed_ns) FILTER (part = 'comm') AS exposed_comm_ns
+    FROM grouped_island
+    WHERE grouping = 'layer'
+    GROUP BY pid, device_id, group_key
+),
+joined AS (
+    SELECT c.pid, c.device_id, c.layer, c.layer_index, c.occurrences, c.kernel_count,
+        coalesce(u.compute_ns, 0)::BIGINT AS compute_ns,
+        coalesce(u.gemm_ns, 0)::BIGINT AS gemm_ns,
+        coalesce(u.comm_ns, 0)::BIGINT AS comm_ns,
+        coalesce(u.exposed_comm_ns, 0)::BIGINT AS exposed_comm_ns,
+        g.gpu_time_ns
+    FROM counts AS c
+    LEFT JOIN unions AS u ON u.pid = c.pid AND u.device_id = c.device_id AND u.layer = c.layer
+    LEFT JOIN gpu_time AS g ON g.pid = c.pid AND g.device_id = c.device_id AND g.layer = c.layer
+    WHERE c.kernel_count > 0
+)
+SELECT *, row_number() OVER (
+    PARTITION BY pid, device_id ORDER BY exposed_comm_ns DESC, layer_index NULLS LAST, layer
+) AS exposed_rank
+FROM joined
+ORDER BY pid, device_id, exposed_rank

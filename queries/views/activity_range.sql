@@ -1,0 +1,55 @@
+-- activity_range: for each GPU activity and NVTX role, the innermost range containing its launch
+--
+-- NVIDIA's projection rule: a range contains an activity when the CUDA call that launched it
+-- lies inside the range on the same thread (range.start <= launch.start, launch.end <=
+-- range.end). Push/pop ranges nest on a thread, so the innermost open range of a role at a
+-- launch is the latest one that started at the same nesting depth: one sorted sweep per
+-- (thread, role) gives each launch its depth, and an ASOF join finds that range - no
+-- per-kernel scan over ranges. Activities whose launch is not in the trace (a capture window
+-- that starts after the launch) get no range.
+--
+-- Columns:
+--   source         VARCHAR   kernel, memcpy or memset
+--   activity_id    BIGINT    activity_id in the activity view
+--   role           VARCHAR   step, layer, torch_collective or nccl_collective
+--   range_id       BIGINT    the innermost range of that role containing the launch
+--   label          VARCHAR   its label
+--   label_index    BIGINT    its label_index
+--   payload        BIGINT    its payload
+CREATE VIEW activity_range AS
+WITH launched AS (
+    SELECT a.source, a.activity_id, l.global_tid, l.start_ns AS launch_start,
+        l.end_ns AS launch_end
+    FROM activity AS a
+    JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+),
+roles AS (SELECT DISTINCT role FROM nvtx_role_range),
+events AS (
+    -- +1 at a range start, -1 at its end, 0 at a launch; at one instant starts come first,
+    -- then launches, then ends, so a launch at a range's edge counts as inside it.
+    SELECT global_tid, role, start_ns AS t, 1 AS d, range_id, NULL AS source,
+        NULL::BIGINT AS activity_id, NULL::BIGINT AS launch_end
+    FROM nvtx_role_range
+    UNION ALL
+    SELECT global_tid, role, end_ns, -1, range_id, NULL, NULL, NULL FROM nvtx_role_range
+    UNION ALL
+    SELECT l.global_tid, r.role, l.launch_start, 0, NULL, l.source, l.activity_id, l.launch_end
+    FROM launched AS l
+    CROSS JOIN roles AS r
+    WHERE l.global_tid IN (SELECT global_tid FROM nvtx_role_range)
+),
+depths AS (
+    SELECT *, sum(d) OVER (
+        PARTITION BY global_tid, role ORDER BY t, d DESC, range_id, activity_id
+        ROWS UNBOUNDED PRECEDING
+    ) AS depth
+    FROM events
+),
+range_starts AS (SELECT global_tid, role, t, depth, range_id FROM depths WHERE d = 1),
+launch_depths AS (SELECT * FROM depths WHERE d = 0 AND depth > 0)
+SELECT l.source, l.activity_id, l.role, rr.range_id, rr.label, rr.label_index, rr.payload
+FROM launch_depths AS l
+ASOF JOIN range_starts AS s
+    ON s.global_tid = l.global_tid AND s.role = l.role AND s.depth = l.depth AND s.t <= l.t
+JOIN nvtx_role_range AS rr ON rr.range_id = s.range_id AND rr.role = s.role
+WHERE rr.end_ns >= l.launch_end

@@ -1,0 +1,60 @@
+-- collective: one row per communication kernel, with the collective op it implements
+--
+-- The op comes from, in order: the innermost PyTorch `nccl:<op>` range around its launch (a
+-- SendRecv kernel can implement an all-to-all), the innermost NCCL API range (ncclAllReduce,
+-- ncclSend, ...), else the kernel name. Ops are normalised to AllReduce, AllGather,
+-- ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, Barrier or Generic. Message bytes come
+-- from the NCCL range's payload, else from --comm-bytes OP=BYTES, else are NULL. `ordinal`
+-- numbers a GPU's instances of one op by start time, to match instances across GPUs.
+--
+-- Columns:
+--   pid            BIGINT    process id
+--   device_id      BIGINT    nsys GPU id
+--   kernel_id      BIGINT    the kernel's kernel_id
+--   start_ns       BIGINT    kernel start
+--   end_ns         BIGINT    kernel end
+--   duration_ns    BIGINT    kernel duration (0 when end <= start)
+--   op             VARCHAR   normalised collective op
+--   op_source      VARCHAR   torch_collective, nccl_collective or kernel
+--   message_bytes  BIGINT    message size in bytes, NULL when unknown
+--   ordinal        BIGINT    1 = this GPU's first instance of this op
+CREATE VIEW collective AS
+WITH named AS (
+    SELECT k.pid, k.device_id, k.kernel_id, k.start_ns, k.end_ns,
+        greatest(k.end_ns - k.start_ns, 0) AS duration_ns,
+        t.label AS torch_label, n.label AS nccl_label, n.payload AS nccl_bytes, k.name
+    FROM kernel AS k
+    LEFT JOIN activity_range AS t
+        ON t.source = 'kernel' AND t.activity_id = k.kernel_id AND t.role = 'torch_collective'
+    LEFT JOIN activity_range AS n
+        ON n.source = 'kernel' AND n.activity_id = k.kernel_id AND n.role = 'nccl_collective'
+    WHERE k.class = 'comm'
+),
+resolved AS (
+    SELECT *,
+        coalesce(torch_label, nccl_label, name) AS op_text,
+        CASE WHEN torch_label IS NOT NULL THEN 'torch_collective'
+            WHEN nccl_label IS NOT NULL THEN 'nccl_collective' ELSE 'kernel' END AS op_source
+    FROM named
+),
+normalised AS (
+    SELECT *,
+        CASE
+            WHEN regexp_matches(op_text, '(?i)all_?to_?all|deep_ep|dpsk::ep') THEN 'AllToAll'
+            WHEN regexp_matches(op_text, '(?i)all_?gather') THEN 'AllGather'
+            WHEN regexp_matches(op_text, '(?i)reduce_?scatter') THEN 'ReduceScatter'
+            WHEN regexp_matches(op_text, '(?i)all_?reduce|cross_device_reduce') THEN 'AllReduce'
+            WHEN regexp_matches(op_text, '(?i)broadcast|bcast') THEN 'Broadcast'
+            WHEN regexp_matches(op_text, '(?i)send|recv') THEN 'SendRecv'
+            WHEN regexp_matches(op_text, '(?i)barrier') THEN 'Barrier'
+            WHEN regexp_matches(op_text, '(?i)reduce') THEN 'Reduce'
+            ELSE 'Generic'
+        END AS op
+    FROM resolved
+)
+SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.op, x.op_source,
+    coalesce(x.nccl_bytes, o.bytes) AS message_bytes,
+    row_number() OVER (PARTITION BY x.pid, x.device_id, x.op ORDER BY x.start_ns, x.kernel_id)
+        AS ordinal
+FROM normalised AS x
+LEFT JOIN comm_bytes_option AS o ON o.op = x.op
