@@ -28,6 +28,16 @@ app = typer.Typer(
     ),
 )
 SUBCOMMANDS = ("report", "queries", "query")
+STEP_HELP = "Regex for step NVTX ranges (default: ProfilerStep#N, step N, iteration N)."
+LAYER_HELP = "Regex for layer NVTX ranges; the matched text names the layer, e.g. 'layers\\.\\d+'."
+CLASS_HELP = (
+    "CLASS=REGEX: kernels whose name matches go in comm, attention, gemm or other "
+    "(repeatable; checked before the built-in patterns)."
+)
+BYTES_HELP = (
+    "OP=BYTES: message size of a collective op the trace does not record, for bandwidth "
+    "(repeatable), e.g. AllReduce=16777216."
+)
 T = TypeVar("T")
 
 
@@ -88,6 +98,10 @@ def report(
     top: Annotated[
         int, typer.Option(min=1, help="Rows in the top-N tables (gaps per GPU, kernels per class).")
     ] = 10,
+    step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
+    layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
+    kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
+    comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Write an HTML report of where each GPU's time goes, and print a summary.
@@ -96,12 +110,14 @@ def report(
     """
     from nsysreport.load import open_trace
     from nsysreport.model import as_json, build_report
+    from nsysreport.patterns import parse_patterns
     from nsysreport.render import render_html, write_pdf
 
     def work() -> None:
+        patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
         with _progress(quiet) as progress:
             progress("checking the trace")
-            con = open_trace(trace, progress=lambda table: progress(f"loading {table}"))
+            con = open_trace(trace, lambda table: progress(f"loading {table}"), patterns)
             progress("analysing")
             model = build_report(con, trace, top=top)
             progress("rendering")

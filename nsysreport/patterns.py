@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from nsysreport.errors import OptionError
+
 # (class, case-insensitive regular expression); the first rule that matches wins, and a kernel
 # no rule matches is `other`. Memcpys and memsets are `memcpy` by table, never by name.
 # Attention is tested before GEMM because FlashAttention and xFormers names carry `cutlass`;
@@ -42,3 +44,39 @@ class Patterns:
     def view_params(self) -> dict[str, str]:
         """Parameters of the views that take options (see nvtx_role_range.sql)."""
         return {"step_pattern": self.step, "layer_pattern": self.layer}
+
+
+def parse_patterns(
+    step: str | None, layer: str | None, kernel_classes: list[str], comm_bytes: list[str]
+) -> Patterns:
+    """Build Patterns from CLI option values, checking each regular expression with RE2."""
+    rules = []
+    for item in kernel_classes:
+        cls, sep, pattern = item.partition("=")
+        if not sep or cls not in KERNEL_CLASSES or not pattern:
+            classes = ", ".join(KERNEL_CLASSES)
+            raise OptionError(f"--kernel-class {item!r}: expected CLASS=REGEX, CLASS in {classes}")
+        rules.append((cls, _checked(pattern, "--kernel-class")))
+    sizes = {}
+    for item in comm_bytes:
+        op, sep, value = item.partition("=")
+        if not sep or not op or not value.isdigit():
+            raise OptionError(f"--comm-bytes {item!r}: expected OP=BYTES, e.g. AllReduce=16777216")
+        sizes[op] = int(value)
+    return Patterns(
+        kernel_rules=(*rules, *DEFAULT_KERNEL_RULES),  # user rules first: the first match wins
+        step=_checked(step, "--step-pattern") if step else DEFAULT_STEP_PATTERN,
+        layer=_checked(layer, "--layer-pattern") if layer else DEFAULT_LAYER_PATTERN,
+        comm_bytes=sizes,
+    )
+
+
+def _checked(pattern: str, option: str) -> str:
+    """`pattern` if DuckDB's RE2 engine compiles it (it, not Python's re, runs the match)."""
+    import duckdb
+
+    try:
+        duckdb.execute("SELECT regexp_matches('', $p)", {"p": pattern})
+    except duckdb.Error as exc:
+        raise OptionError(f"{option} {pattern!r}: not a valid regular expression ({exc})") from exc
+    return pattern

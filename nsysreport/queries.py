@@ -118,7 +118,9 @@ def create_views(con: duckdb.DuckDBPyConnection, patterns: Patterns | None = Non
         "priority INTEGER, class VARCHAR, pattern VARCHAR",
         [(i, cls, pattern) for i, (cls, pattern) in enumerate(patterns.kernel_rules)],
     )
-    _option_table(con, "comm_bytes_option", "op VARCHAR, bytes BIGINT", list(patterns.comm_bytes.items()))
+    _option_table(
+        con, "comm_bytes_option", "op VARCHAR, bytes BIGINT", list(patterns.comm_bytes.items())
+    )
     pending = list(view_files())
     # Views read other views; retry the ones whose dependencies do not exist yet.
     while pending:
@@ -165,7 +167,7 @@ def _bind(query: QueryFile, given: Mapping[str, object]) -> dict[str, object]:
         if value is None:
             raise OptionError(f"query {query.name} needs the parameter {p.name}")
         try:
-            values[p.name] = PARAM_TYPES[p.type](value)  # type: ignore[operator]
+            values[p.name] = PARAM_TYPES[p.type](value)
         except ValueError as exc:
             raise OptionError(f"query {query.name}: parameter {p.name} must be {p.type}") from exc
     return values

@@ -11,8 +11,8 @@ Durations. A GEMM takes max(FLOPs / achievable FLOP/s, bytes / achievable HBM by
 FLOPs = 2·tokens·n·k and bytes = (n·k + tokens·k + tokens·n)·dtype; attention is the same
 roofline at FlashAttention's efficiency; norms and activations are memory-bound; no kernel runs
 shorter than `min_kernel_ns`. An all-reduce of M bytes on TP ranks takes
-base + 2(TP−1)·per-step latency + 2(TP−1)/TP·M / bus bandwidth (an all-gather: TP−1 steps and
-(TP−1)/TP·M), the ring cost model of NCCL's tuner with bus bandwidth as nccl-tests defines it.
+base + 2(TP-1)·per-step latency + 2(TP-1)/TP·M / bus bandwidth (an all-gather: TP-1 steps and
+(TP-1)/TP·M), the ring cost model of NCCL's tuner with bus bandwidth as nccl-tests defines it.
 
 Time line. Each rank (pid 1000 + rank, device = rank) has one host thread that launches kernels
 (`launch_ns` per call, `gap_ns` of Python between calls) and a compute stream (7) where a kernel
@@ -24,7 +24,7 @@ compute stream goes on up to and including the next GEMM before waiting for the 
 schedule of an idealised two-micro-batch pipeline (NanoFlow, SGLang two-batch overlap) whose data
 dependencies and SM contention are not modelled, so it bounds what overlap can hide from above.
 A straggler rank's compute kernels are `straggler_slowdown` times longer; `jitter` scales every
-kernel and host gap by a seeded uniform factor in [1 − jitter, 1 + jitter].
+kernel and host gap by a seeded uniform factor in [1 - jitter, 1 + jitter].
 
 Figures (assumptions are marked as such):
 - H100 SXM5: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3, NVLink 4 at 900 GB/s both directions
@@ -32,7 +32,7 @@ Figures (assumptions are marked as such):
   GEMMs on H100 reach ~650–750 TFLOP/s), attention 40 % (FlashAttention-2 forward on H100,
   ~350–400 TFLOP/s, per the FlashAttention-3 paper, Shah et al. 2024), HBM 85 % (assumption).
 - NVLink: 450 GB/s bus bandwidth (the per-direction NVLink 4 rate; nccl-tests all_reduce_perf
-  on 8×H100 reports ~450 GB/s busbw), latency 3 µs + 0.5 µs per ring step (NCCL's tuner uses
+  on 8xH100 reports ~450 GB/s busbw), latency 3 µs + 0.5 µs per ring step (NCCL's tuner uses
   ~0.5–0.6 µs per NVLink ring-LL step; ~10 µs at TP=8, assumption for the base).
 - PCIe: 20 GB/s bus bandwidth (H100 PCIe Gen5 x16 is 64 GB/s per direction in theory; rings
   through PCIe switches and the CPU without NVLink reach a fraction of it, assumption) and 10 µs +
@@ -53,7 +53,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from nsysreport.synth import ApiCall, Gpu, Kernel, Memcpy, NvtxRange, Scenario, write_trace
 
@@ -78,7 +78,7 @@ class LinkSpec:
     name: str
     bus_bytes_per_s: float
     base_ns: int  # per collective
-    step_ns: int  # per ring step: 2(TP−1) steps in an all-reduce, TP−1 in an all-gather
+    step_ns: int  # per ring step: 2(TP-1) steps in an all-reduce, TP-1 in an all-gather
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +198,10 @@ _GEMM = {
         "nvjet_tst_64x8_64x16_4x1_v_bz_TNT",
     ),
     "gate_up": ("nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT"),
-    "down": ("nvjet_tst_192x208_64x4_1x1_h_bz_coopB_TNT", "nvjet_tst_64x8_64x16_2x1_v_bz_splitK_TNT"),
+    "down": (
+        "nvjet_tst_192x208_64x4_1x1_h_bz_coopB_TNT",
+        "nvjet_tst_64x8_64x16_2x1_v_bz_splitK_TNT",
+    ),
     "lm_head": ("nvjet_tst_64x8_64x16_4x1_v_bz_TNT", "nvjet_tst_64x8_64x16_4x1_v_bz_TNT"),
 }
 _FLASH_TRAITS = (
@@ -215,10 +218,14 @@ _ATTENTION = (
 _T = "c10::BFloat16"
 EMBED = "void at::native::vectorized_gather_kernel<(int)16, long>(char *, char *, T2 *, int, long, long, long, long, bool)"  # noqa: E501
 RMS_NORM = f"void vllm::rms_norm_kernel<{_T}>(T1 *, const T1 *, const T1 *, float, int, int)"
-ADD_RMS_NORM = f"void vllm::fused_add_rms_norm_kernel<{_T}, (int)8>(T1 *, T1 *, const T1 *, float, int, int)"  # noqa: E501
+ADD_RMS_NORM = (
+    f"void vllm::fused_add_rms_norm_kernel<{_T}, (int)8>(T1 *, T1 *, const T1 *, float, int, int)"
+)
 ROTARY = f"void vllm::rotary_embedding_kernel<{_T}, (bool)1>(const long *, T1 *, T1 *, const T1 *, int, long, long, long, int, int, int)"  # noqa: E501
 CACHE = "void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(const T1 *, const T1 *, T2 *, T2 *, const long *, long, long, long, long, int, int, int, const float *, const float *)"  # noqa: E501
-SILU_AND_MUL = f"void vllm::act_and_mul_kernel<{_T}, &vllm::silu_kernel<{_T}>, (bool)1>(T1 *, const T1 *, int)"  # noqa: E501
+SILU_AND_MUL = (
+    f"void vllm::act_and_mul_kernel<{_T}, &vllm::silu_kernel<{_T}>, (bool)1>(T1 *, const T1 *, int)"
+)
 ARGMAX = "void at::native::reduce_kernel<(int)512, (int)1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, (int)4, (int)4>>(T3)"  # noqa: E501
 _NCCL_ARGS = "(ncclDevKernelArgsStorage<(unsigned long)4096>)"
 ALLREDUCE = f"ncclDevKernel_AllReduce_Sum_bf16_RING_LL{_NCCL_ARGS}"
@@ -266,13 +273,17 @@ def tensor_parallel(config: TensorParallelConfig) -> Scenario:
     )
 
 
-def _layer(sim: _Timeline, c: TensorParallelConfig, layer: int, rows: int, ctx: int, act: int) -> None:  # noqa: E501
+def _layer(
+    sim: _Timeline, c: TensorParallelConfig, layer: int, rows: int, ctx: int, act: int
+) -> None:
     m, gpu, b = c.model, c.gpu, c.dtype_bytes
     head_dim = m.hidden // m.heads
     heads, kv_heads = m.heads // c.tp, max(1, m.kv_heads // c.tp)  # KV heads replicate past TP
     ffn, decode = m.ffn // c.tp, int(c.phase == "decode")
     with sim.nvtx(f"model.layers.{layer}"):
-        sim.kernel(RMS_NORM if layer == 0 else ADD_RMS_NORM, memory_ns((2 if layer == 0 else 4) * act, gpu))
+        sim.kernel(
+            RMS_NORM if layer == 0 else ADD_RMS_NORM, memory_ns((2 if layer == 0 else 4) * act, gpu)
+        )
         with sim.nvtx("self_attn"):
             qkv = (heads + 2 * kv_heads) * head_dim
             sim.kernel(_GEMM["qkv"][decode], gemm_ns(rows, qkv, m.hidden, gpu, b), gemm=True)
@@ -281,11 +292,15 @@ def _layer(sim: _Timeline, c: TensorParallelConfig, layer: int, rows: int, ctx: 
             q = rows // c.batch
             attn = attention_ns(c.batch, q, ctx, heads, kv_heads, head_dim, gpu, b, not decode)
             sim.kernel(_ATTENTION[decode], attn)
-            sim.kernel(_GEMM["o"][decode], gemm_ns(rows, m.hidden, heads * head_dim, gpu, b), gemm=True)
+            sim.kernel(
+                _GEMM["o"][decode], gemm_ns(rows, m.hidden, heads * head_dim, gpu, b), gemm=True
+            )
             sim.allreduce(act)
         sim.kernel(ADD_RMS_NORM, memory_ns(4 * act, gpu))
         with sim.nvtx("mlp"):
-            sim.kernel(_GEMM["gate_up"][decode], gemm_ns(rows, 2 * ffn, m.hidden, gpu, b), gemm=True)
+            sim.kernel(
+                _GEMM["gate_up"][decode], gemm_ns(rows, 2 * ffn, m.hidden, gpu, b), gemm=True
+            )
             sim.kernel(SILU_AND_MUL, memory_ns(3 * rows * ffn * b, gpu))
             sim.kernel(_GEMM["down"][decode], gemm_ns(rows, m.hidden, ffn, gpu, b), gemm=True)
             sim.allreduce(act)
@@ -327,9 +342,10 @@ class _Timeline:
 
     def _dependency(self, gemm: bool) -> list[int] | None:
         """The all-reduce ends the next compute kernel must wait for (overlap only)."""
-        if self.pending is None or (self.gemm_free and (gemm or True)):
-            if self.pending is not None and gemm:
-                self.gemm_free = False
+        if self.pending is None:
+            return None
+        if self.gemm_free:  # kernels up to and including the next GEMM run beside it
+            self.gemm_free = not gemm
             return None
         pending, self.pending = self.pending, None
         return pending
@@ -422,3 +438,124 @@ class _Timeline:
     def idle(self, ns: int) -> None:
         for r in self.ranks:
             self.clock[r] += round(ns * self._noise())
+
+
+def describe(config: TensorParallelConfig) -> str:
+    """The one sentence the NSYSREPORT_SIMULATED metadata row holds."""
+    c, m = config, config.model
+    work = (
+        f"prefill of {c.seq_len} tokens"
+        if c.phase == "prefill"
+        else f"decode of {c.tokens} token(s) per step after a {c.seq_len}-token context"
+    )
+    layers = m.layers if c.layers_simulated is None else c.layers_simulated
+    extras = [f"{layers} of {m.layers} layers", f"{c.steps} steps"]
+    if c.overlap:
+        extras.append("all-reduce overlapped with the next GEMM")
+    if c.straggler_rank is not None:
+        extras.append(f"rank {c.straggler_rank} {c.straggler_slowdown:g}x slower")
+    return (
+        f"{m.name} {work}, batch {c.batch}, {c.dtype_bytes}-byte dtype, TP={c.tp} over "
+        f"{c.link.name} on {c.gpu.name} ({', '.join(extras)}), jitter {c.jitter:g}, seed "
+        f"{c.seed}: simulated by nsysreport.simulate, not captured on a GPU."
+    )
+
+
+def _as_json(config: TensorParallelConfig) -> str:
+    return json.dumps(asdict(config), sort_keys=True)
+
+
+def sample_name(config: TensorParallelConfig) -> str:
+    """`<model>_<phase>_tp<N>_<link>[_overlap][_straggler].sqlite`."""
+    c = config
+    name = f"{c.model.name}_{c.phase}_tp{c.tp}_{c.link.name}"
+    name += "_overlap" if c.overlap else ""
+    name += "_straggler" if c.straggler_rank is not None else ""
+    return name + ".sqlite"
+
+
+def sample_configs() -> list[TensorParallelConfig]:
+    """What sample_traces/ holds: Llama-70B-like decode and prefill at TP 2/4/8, shortened."""
+    decode = TensorParallelConfig(steps=4, layers_simulated=8, jitter=0.02)
+    prefill = replace(decode, phase="prefill", seq_len=4096, steps=2)
+    nvlink, pcie = LINKS["nvlink"], LINKS["pcie"]
+    return [
+        *(replace(decode, tp=tp, link=link) for link in (nvlink, pcie) for tp in (2, 4, 8)),
+        *(replace(prefill, tp=tp) for tp in (2, 4, 8)),
+        replace(prefill, link=pcie),
+        replace(prefill, overlap=True),
+        replace(decode, straggler_rank=3, straggler_slowdown=1.15),
+    ]
+
+
+# Developer command-line flags of the plain fields: (flag, field, type).
+_FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
+    ("--seq-len", "seq_len", int), ("--tokens", "tokens", int),
+    ("--batch", "batch", int), ("--dtype-bytes", "dtype_bytes", int), ("--tp", "tp", int),
+    ("--steps", "steps", int), ("--layers", "layers_simulated", int),
+    ("--straggler-rank", "straggler_rank", int),
+    ("--straggler-slowdown", "straggler_slowdown", float), ("--jitter", "jitter", float),
+    ("--seed", "seed", int),
+)  # fmt: skip
+
+
+def sample_command(config: TensorParallelConfig, folder: str = "sample_traces") -> str:
+    """The command line that writes `config`'s file (flags only where they differ from defaults)."""
+    c, d = config, TensorParallelConfig()
+    flags = [
+        f"--model {c.model.name}",
+        f"--phase {c.phase}",
+        f"--tp {c.tp}",
+        f"--link {c.link.name}",
+    ]
+    flags += [f"--gpu {c.gpu.name}"] if c.gpu != d.gpu else []
+    for flag, name, _ in _FLAGS:
+        value = getattr(c, name)
+        if value != getattr(d, name) and flag != "--tp":
+            flags.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
+    flags += ["--overlap"] if c.overlap else []
+    return f"python -m nsysreport.simulate {' '.join(flags)} --out {folder}/{sample_name(c)}"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The developer command line (not the user CLI): one file, or the whole sample folder."""
+    p = argparse.ArgumentParser(prog="python -m nsysreport.simulate", description=__doc__)
+    d = TensorParallelConfig()
+    p.add_argument("--model", choices=MODELS, default=d.model.name)
+    p.add_argument("--link", choices=LINKS, default=d.link.name)
+    p.add_argument("--gpu", choices=GPUS, default=d.gpu.name)
+    p.add_argument("--phase", choices=("prefill", "decode"), default=d.phase)
+    for flag, name, kind in _FLAGS:
+        p.add_argument(flag, dest=name, type=kind, default=getattr(d, name))
+    p.add_argument("--overlap", action="store_true", help="all-reduce beside the next GEMM")
+    p.add_argument("--out", type=Path, help="file to write (default: its sample name here)")
+    p.add_argument("--samples", type=Path, help="write every sample trace into this folder")
+    return p.parse_args(argv)
+
+
+def config_from_args(args: argparse.Namespace) -> TensorParallelConfig:
+    """The configuration the parsed flags describe."""
+    plain: dict[str, Any] = {name: getattr(args, name) for _, name, _ in _FLAGS}
+    specs = TensorParallelConfig(
+        model=MODELS[args.model], link=LINKS[args.link], gpu=GPUS[args.gpu], phase=args.phase,
+        overlap=args.overlap,
+    )  # fmt: skip
+    return replace(specs, **plain)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Write one simulated trace, or with --samples every file of sample_traces/."""
+    args = parse_args(argv)
+    if args.samples is not None:
+        args.samples.mkdir(parents=True, exist_ok=True)
+        for config in sample_configs():
+            path = write_trace(tensor_parallel(config), args.samples / sample_name(config))
+            print(f"{path}  <-  {sample_command(config, str(args.samples))}")
+        return
+    config = config_from_args(args)
+    path = write_trace(tensor_parallel(config), args.out or Path(sample_name(config)))
+    print(f"{path}: {describe(config)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,15 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             fmt_count(g.gaps.count),
         )
     console.print(table)
+    layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
+    if layers:
+        console.print("Layers with the most exposed communication (mean per GPU):")
+        for layer in layers:
+            console.print(
+                f"  {layer.layer}: {fmt_ns(layer.exposed_comm_mean_ns)} "
+                f"(worst: rank {layer.worst_rank}, {fmt_ns(layer.exposed_comm_max_ns)})",
+                soft_wrap=True,
+            )
     # Paths and the verdict are never wrapped: scripts grep them and terminals wrap anyway.
     console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
     for path in written:

@@ -1,0 +1,161 @@
+"""Per-GPU time breakdown, gaps and what-if projections (gpu_breakdown, gap_* queries)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nsysreport.queries import run_query
+from nsysreport.units import pct
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@dataclass(frozen=True, slots=True)
+class Gap:
+    start_ns: int
+    offset_ns: int  # start_ns minus the GPU's first activity start
+    duration_ns: int
+    before_name: str | None
+    before_class: str | None
+    after_name: str | None
+    after_class: str | None
+    sync_call: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GapStats:
+    count: int
+    p50_ns: int | None
+    p99_ns: int | None
+    max_ns: int | None
+    histogram: dict[str, int]  # bucket label -> gap count, buckets in length order
+    histogram_ns: dict[str, int]  # bucket label -> total gap length
+    top: tuple[Gap, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """Projected span of one GPU (or step) under each change; assumptions in METRICS.md."""
+
+    compute_2x_ns: int
+    comm_2x_ns: int
+    perfect_overlap_ns: int
+    no_idle_ns: int
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReport:
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    host: str | None
+    gpu_name: str | None
+    span_ns: int
+    busy_ns: int
+    idle_ns: int
+    compute_ns: int
+    gemm_ns: int
+    attention_ns: int
+    comm_ns: int
+    comm_sum_ns: int
+    exposed_comm_ns: int
+    overlapped_comm_ns: int
+    overlap_pct: float | None
+    memcpy_ns: int
+    exposed_memcpy_ns: int
+    kernel_count: int
+    comm_kernel_count: int
+    memcpy_count: int
+    gaps: GapStats
+    what_if: WhatIf
+
+    @property
+    def shares_pct(self) -> dict[str, float | None]:
+        """Each part of the time breakdown as a share of the span (they sum to 100)."""
+        return {part: pct(ns, self.span_ns) for part, ns in iter_breakdown(self)}
+
+
+def iter_breakdown(m: Any) -> Iterator[tuple[str, int]]:
+    """The four parts of a time breakdown (GPU or step), which sum to its span."""
+    yield "compute", m.compute_ns
+    yield "exposed comm", m.exposed_comm_ns
+    yield "exposed memcpy", m.exposed_memcpy_ns
+    yield "idle", m.idle_ns
+
+
+def what_if(m: Mapping[str, Any]) -> WhatIf:
+    """METRICS.md's projections from one breakdown, rounded down to whole ns."""
+    c, comm, o = m["compute_ns"], m["comm_ns"], m["overlapped_comm_ns"]
+    x, y, i = m["exposed_comm_ns"], m["exposed_memcpy_ns"], m["idle_ns"]
+    t = c + x + y + i
+    return WhatIf(
+        compute_2x_ns=c // 2 + (comm - min(o, c // 2)) + y + i,
+        comm_2x_ns=t - x // 2,
+        perfect_overlap_ns=max(c, comm) + y + i,
+        no_idle_ns=t - i,
+    )
+
+
+def build_gpus(
+    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any], top: int
+) -> tuple[GpuReport, ...]:
+    summaries = {(r["pid"], r["device_id"]): r for r in run_query(con, "gap_summary").to_dicts()}
+    histograms = group_by_gpu(run_query(con, "gap_histogram").to_dicts())
+    tops = group_by_gpu(run_query(con, "gap_top", {"top": top}).to_dicts())
+    gpus = []
+    for row in run_query(con, "gpu_breakdown").to_dicts():
+        key = (row["pid"], row["device_id"])
+        rank, host, gpu_name = ranks[key]
+        gaps = _gap_stats(
+            summaries.get(key), histograms.get(key, []), tops.get(key, []), row["first_start_ns"]
+        )
+        fields = {k: v for k, v in row.items() if k not in ("first_start_ns", "last_end_ns")}
+        gpus.append(
+            GpuReport(
+                file=file,
+                rank=rank,
+                host=host,
+                gpu_name=gpu_name,
+                gaps=gaps,
+                what_if=what_if(row),
+                **fields,
+            )
+        )
+    return tuple(sorted(gpus, key=lambda g: (g.rank, g.pid, g.device_id)))
+
+
+def group_by_gpu(rows: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    grouped: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    for r in rows:
+        grouped.setdefault((r["pid"], r["device_id"]), []).append(r)
+    return grouped
+
+
+def _gap_stats(
+    summary: Mapping[str, Any] | None,
+    histogram: list[dict[str, Any]],
+    top: list[dict[str, Any]],
+    first_start_ns: int,
+) -> GapStats:
+    summary = summary or {"gap_count": 0, "p50_ns": None, "p99_ns": None, "max_ns": None}
+    gap_fields = {f.name for f in dataclasses.fields(Gap)}
+    return GapStats(
+        count=summary["gap_count"],
+        p50_ns=summary["p50_ns"],
+        p99_ns=summary["p99_ns"],
+        max_ns=summary["max_ns"],
+        histogram={h["bucket"]: h["gap_count"] for h in histogram},
+        histogram_ns={h["bucket"]: h["gap_ns"] for h in histogram},
+        top=tuple(
+            Gap(
+                offset_ns=g["start_ns"] - first_start_ns,
+                **{k: v for k, v in g.items() if k in gap_fields},
+            )
+            for g in top
+        ),
+    )

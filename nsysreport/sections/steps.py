@@ -1,0 +1,109 @@
+"""Steps: per-step, per-GPU breakdowns and step-time statistics (step_breakdown query)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from nsysreport.queries import run_query
+from nsysreport.sections.gpu_breakdown import WhatIf, iter_breakdown, what_if
+from nsysreport.units import pct
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+@dataclass(frozen=True, slots=True)
+class StepReport:
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    name: str
+    index: int | None
+    ordinal: int
+    start_ns: int
+    end_ns: int
+    step_time_ns: int
+    busy_ns: int
+    idle_ns: int
+    compute_ns: int
+    gemm_ns: int
+    attention_ns: int
+    comm_ns: int
+    comm_sum_ns: int
+    exposed_comm_ns: int
+    overlapped_comm_ns: int
+    overlap_pct: float | None
+    memcpy_ns: int
+    exposed_memcpy_ns: int
+    kernel_count: int
+    comm_kernel_count: int
+    what_if: WhatIf
+
+    @property
+    def shares_pct(self) -> dict[str, float | None]:
+        return {part: pct(ns, self.step_time_ns) for part, ns in iter_breakdown(self)}
+
+
+@dataclass(frozen=True, slots=True)
+class StepStats:
+    """Step time over one GPU's steps."""
+
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    steps: int
+    mean_ns: float
+    median_ns: float
+    min_ns: int
+    max_ns: int
+    slowest: str
+    shares_pct: dict[str, float | None]  # breakdown of all its steps together
+
+
+def build_steps(
+    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
+) -> tuple[tuple[StepReport, ...], tuple[StepStats, ...]]:
+    steps = []
+    for row in run_query(con, "step_breakdown").to_dicts():
+        rank = ranks[(row["pid"], row["device_id"])][0]
+        row["index"] = row.pop("step_index")
+        row["ordinal"] = row.pop("step_ordinal")
+        steps.append(StepReport(file=file, rank=rank, what_if=what_if(row), **row))
+    steps.sort(key=lambda s: (s.rank, s.pid, s.device_id, s.ordinal))
+    return tuple(steps), tuple(_stats(steps))
+
+
+def _stats(steps: list[StepReport]) -> list[StepStats]:
+    by_gpu: dict[tuple[str, int, int, int], list[StepReport]] = {}
+    for s in steps:
+        by_gpu.setdefault((s.file, s.pid, s.device_id, s.rank), []).append(s)
+    out = []
+    for (file, pid, device_id, rank), group in by_gpu.items():
+        times = [s.step_time_ns for s in group]
+        total = sum(times)
+        parts = {
+            part: pct(sum(dict(iter_breakdown(s))[part] for s in group), total)
+            for part, _ in iter_breakdown(group[0])
+        }
+        slowest = max(group, key=lambda s: (s.step_time_ns, -s.ordinal))
+        out.append(
+            StepStats(
+                file,
+                pid,
+                device_id,
+                rank,
+                len(group),
+                statistics.fmean(times),
+                statistics.median(times),
+                min(times),
+                max(times),
+                slowest.name,
+                parts,
+            )
+        )
+    return out

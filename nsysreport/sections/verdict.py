@@ -1,0 +1,114 @@
+"""The bottleneck verdict: which stage of the data path costs most, and what fixing it buys."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from nsysreport.sections.collectives import Stragglers
+from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.layers import OUTSIDE, LayerAcrossGpus
+from nsysreport.units import fmt_ns, pct
+
+COMPUTE_BOUND_PCT = 80.0
+# A straggler is named when the waiting it causes is at least this share of the exposed
+# communication on the other GPUs (where that waiting happens).
+STRAGGLER_EXPLAINS_PCT = 50.0
+
+
+@dataclass(frozen=True, slots=True)
+class Bottleneck:
+    stage: str  # compute | communication | memcpy | host
+    share_pct: float  # share of all GPUs' span spent in that stage
+    gain_pct: float  # span saved by fixing it (what-if), share of all GPUs' span
+    straggler: dict[str, Any] | None
+    summary: str
+
+
+def bottleneck(
+    gpus: Sequence[GpuReport], layers: Sequence[LayerAcrossGpus], stragglers: Stragglers
+) -> Bottleneck:
+    """METRICS.md's verdict over all GPUs of the report."""
+    span = sum(g.span_ns for g in gpus)
+    compute = sum(g.compute_ns for g in gpus)
+    exposed_comm = sum(g.exposed_comm_ns for g in gpus)
+    parts = {
+        "communication": exposed_comm,
+        "memcpy": sum(g.exposed_memcpy_ns for g in gpus),
+        "host": sum(g.idle_ns for g in gpus),
+    }
+    gains = {
+        "compute": sum(g.span_ns - g.what_if.compute_2x_ns for g in gpus),
+        "communication": sum(g.span_ns - g.what_if.perfect_overlap_ns for g in gpus),
+        "memcpy": parts["memcpy"],
+        "host": parts["host"],
+    }
+    compute_pct = pct(compute, span) or 0.0
+    if compute_pct >= COMPUTE_BOUND_PCT:
+        stage, share = "compute", compute_pct
+    else:
+        stage = max(parts, key=lambda k: parts[k])
+        share = pct(parts[stage], span) or 0.0
+    gain = pct(gains[stage], span) or 0.0
+    straggler = _straggler(stragglers, gpus)
+    where = "the GPU" if len(gpus) == 1 else f"the {len(gpus)} GPUs"
+    sentence = _SENTENCES[stage].format(share=share, gain=gain, where=where)
+    if stage == "communication":
+        worst = next((layer for layer in layers if layer.layer != OUTSIDE), None)
+        if worst is not None and worst.exposed_comm_mean_ns > 0:
+            sentence += f" The layer that exposes most is {worst.layer}."
+    if straggler is not None:
+        sentence += (
+            f" Most exposed communication is waiting for rank {straggler['rank']}: it arrives "
+            f"last at {straggler['last_arrivals']} of {straggler['matched_instances']} collectives "
+            f"and costs the other GPUs {fmt_ns(straggler['caused_wait_ns'])} of waiting."
+        )
+    return Bottleneck(stage, share, gain, straggler, sentence)
+
+
+_SENTENCES = {
+    "compute": (
+        "Compute-bound: kernels keep {where} busy {share:.1f}% of the time; "
+        "2x faster compute would cut the span by {gain:.1f}%."
+    ),
+    "communication": (
+        "GPU-to-GPU communication is the bottleneck: {share:.1f}% of the time on {where} is "
+        "communication not hidden behind compute; perfect overlap would cut the span by "
+        "{gain:.1f}%."
+    ),
+    "memcpy": (
+        "Host-to-device copies are the bottleneck: {share:.1f}% of the time on {where} is "
+        "memcpy with no kernel running; hiding the copies would cut the span by {gain:.1f}%."
+    ),
+    "host": (
+        "The host is the bottleneck: {where} sit idle {share:.1f}% of the time waiting for "
+        "kernel launches or synchronisation; removing the idle time would cut the span by "
+        "{gain:.1f}%."
+    ),
+}
+
+
+def _straggler(stragglers: Stragglers, gpus: Sequence[GpuReport]) -> dict[str, Any] | None:
+    """The straggler, when the waiting it causes is most of the other GPUs' exposed comm."""
+    s = stragglers.straggler
+    if s is None:
+        return None
+    others = sum(
+        g.exposed_comm_ns
+        for g in gpus
+        if (g.file, g.pid, g.device_id) != (s.file, s.pid, s.device_id)
+    )
+    explains = pct(s.caused_wait_ns, others)
+    if explains is None or explains < STRAGGLER_EXPLAINS_PCT:
+        return None
+    return {
+        "file": s.file,
+        "pid": s.pid,
+        "device_id": s.device_id,
+        "rank": s.rank,
+        "last_arrivals": s.last_arrivals,
+        "matched_instances": s.matched_instances,
+        "caused_wait_ns": s.caused_wait_ns,
+        "share_of_exposed_comm_pct": explains,
+    }
