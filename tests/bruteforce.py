@@ -94,3 +94,54 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
             "kernel_count": counts[key],
         }
     return result
+
+
+def layer_exposed_comm(path: Path, layer_pattern: str) -> dict[tuple[int, int, str], int]:
+    """(pid, device, layer) -> layer comm union minus all compute, by plain Python loops.
+
+    A kernel's layer is the innermost (latest-starting) range matching `layer_pattern` that
+    contains its launch call on the launching thread; the layer is the matched text.
+    """
+    con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    names = dict(con.execute("SELECT id, value FROM StringIds"))
+    launches = {
+        ((tid >> 24), corr): (tid, start, end)
+        for start, end, tid, corr in con.execute(
+            'SELECT start, "end", globalTid, correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME '
+            "WHERE eventClass IN (0, 1)"
+        )
+    }
+    pattern = re.compile(layer_pattern)
+    ranges = defaultdict(list)
+    for start, end, tid, text, text_id in con.execute(
+        'SELECT start, "end", globalTid, text, textId FROM NVTX_EVENTS WHERE eventType IN (59, 60) '
+        'AND "end" IS NOT NULL AND (endGlobalTid IS NULL OR endGlobalTid = globalTid)'
+    ):
+        name = names.get(text_id) if text_id is not None else text
+        match = pattern.search(name or "")
+        if match:
+            ranges[tid].append((start, end, match.group(0)))
+    comm: dict[tuple[int, int, str], list[Interval]] = defaultdict(list)
+    compute: dict[tuple[int, int], list[Interval]] = defaultdict(list)
+    for gpid, dev, start, end, name_id, corr in con.execute(
+        'SELECT globalPid, deviceId, start, "end", demangledName, correlationId '
+        "FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    ):
+        pid = (gpid >> 24) & 0xFFFFFF
+        cls = kernel_class(names[name_id])
+        if cls != "comm":
+            compute[(pid, dev)].append((start, end))
+            continue
+        launch = launches.get((gpid >> 24, corr))
+        layer = "(outside layers)"
+        if launch is not None:
+            tid, l_start, l_end = launch
+            inside = [r for r in ranges[tid] if r[0] <= l_start and l_end <= r[1]]
+            if inside:
+                layer = max(inside, key=lambda r: r[0])[2]
+        comm[(pid, dev, layer)].append((start, end))
+    con.close()
+    return {
+        key: union_length(spans + compute[key[:2]]) - union_length(compute[key[:2]])
+        for key, spans in comm.items()
+    }
