@@ -20,8 +20,12 @@ from pathlib import Path
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_kernel"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
-NAMES = [GEMM, NCCL, "void at::native::vectorized_elementwise_kernel<(int)4>(int)",
-         "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128>>(flash::Flash_fwd_params)"]
+NAMES = [
+    GEMM,
+    NCCL,
+    "void at::native::vectorized_elementwise_kernel<(int)4>(int)",
+    "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<(int)128>>(flash::Flash_fwd_params)",
+]
 
 
 def make_trace(kernels: int) -> Path:
@@ -37,9 +41,11 @@ def make_trace(kernels: int) -> Path:
             t = 1_000
             for i in range(per_gpu):
                 name = NAMES[i % len(NAMES)]
-                yield Kernel(t, t + 5_000, name, device=dev, pid=1000 + dev,
-                             stream=31 if name is NCCL else 7)
+                yield Kernel(
+                    t, t + 5_000, name, device=dev, pid=1000 + dev, stream=31 if name is NCCL else 7
+                )
                 t += 6_000 + (i % 7) * 300
+
     write_trace(Scenario(kernels=gen()), path)
     return path
 
@@ -65,8 +71,13 @@ def run(path: Path, loader: str) -> dict[str, float]:
     env = dict(os.environ)
     if loader == "adbc":
         env["NSYSREPORT_LOADER"] = "adbc"
-    out = subprocess.run([sys.executable, "-c", CHILD, str(path)], env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     result: dict[str, float] = json.loads(out.stdout)
     return result
 
@@ -78,12 +89,22 @@ def main() -> None:
     args = parser.parse_args()
     t = time.perf_counter()
     path = make_trace(args.kernels)
-    print(f"trace: {path} ({path.stat().st_size / 1e6:.0f} MB, made/found in {time.perf_counter() - t:.1f} s)")
+    print(
+        f"trace: {path} ({path.stat().st_size / 1e6:.0f} MB, "
+        f"made/found in {time.perf_counter() - t:.1f} s)"
+    )
     floor = []
     for _ in range(args.repeat):
         t = time.perf_counter()
-        subprocess.run(["sqlite3", str(path), 'select count(*), sum("end"-start) from CUPTI_ACTIVITY_KIND_KERNEL'],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "sqlite3",
+                str(path),
+                'select count(*), sum("end"-start) from CUPTI_ACTIVITY_KIND_KERNEL',
+            ],
+            check=True,
+            capture_output=True,
+        )
         floor.append(time.perf_counter() - t)
     print(f"{'sqlite3 floor':<16} median {statistics.median(floor):6.2f} s")
     # Alternate loaders so both see the same machine state (2-core VMs are noisy).
@@ -95,9 +116,11 @@ def main() -> None:
     for loader, runs in results.items():
         s = statistics.median(r["s"] for r in runs)
         rows = runs[0]["rows"]
-        print(f"{loader:<16} median {s:6.2f} s  {rows / s / 1e6:5.2f} M rows/s "
-              f"({runs[0]['kernels'] / s / 1e6:5.2f} M kernels/s)  peak RSS "
-              f"{max(r['rss_mb'] for r in runs):5.0f} MB  x{s / base:4.2f} vs sqlite_scanner")
+        print(
+            f"{loader:<16} median {s:6.2f} s  {rows / s / 1e6:5.2f} M rows/s "
+            f"({runs[0]['kernels'] / s / 1e6:5.2f} M kernels/s)  peak RSS "
+            f"{max(r['rss_mb'] for r in runs):5.0f} MB  x{s / base:4.2f} vs sqlite_scanner"
+        )
 
 
 if __name__ == "__main__":

@@ -16,13 +16,14 @@ base + 2(TP-1)·per-step latency + 2(TP-1)/TP·M / bus bandwidth (an all-gather:
 
 Time line. Each rank (pid 1000 + rank, device = rank) has one host thread that launches kernels
 (`launch_ns` per call, `gap_ns` of Python between calls) and a compute stream (7) where a kernel
-starts at max(previous kernel end, launch end + `queue_ns`): small decode kernels are launch
-bound, long prefill GEMMs are GPU bound. A collective starts on each rank when that rank reaches
-it and ends on every rank at the last arrival + its duration, so early ranks wait inside the
-NCCL kernel for the last one, as in real traces. With `overlap`, NCCL runs on stream 31 and the
-compute stream goes on up to and including the next GEMM before waiting for the all-reduce: the
-schedule of an idealised two-micro-batch pipeline (NanoFlow, SGLang two-batch overlap) whose data
-dependencies and SM contention are not modelled, so it bounds what overlap can hide from above.
+starts at max(previous kernel end, launch end + `queue_ns`): kernels shorter than the launch
+cadence leave gaps (launch-bound decode of small models), long ones let the host run ahead.
+A collective starts on each rank when that rank reaches it and ends on every rank at the last
+arrival + its duration, so early ranks wait inside the NCCL kernel for the last one, as in
+real traces. With `overlap`, NCCL runs on stream 31 and the compute stream goes on up to and
+including the next GEMM before waiting for the all-reduce: the schedule of an idealised
+two-micro-batch pipeline (NanoFlow, SGLang two-batch overlap) whose data dependencies and SM
+contention are not modelled, so it bounds what overlap can hide from above.
 A straggler rank's compute kernels are `straggler_slowdown` times longer; `jitter` scales every
 kernel and host gap by a seeded uniform factor in [1 - jitter, 1 + jitter].
 
@@ -32,14 +33,16 @@ Figures (assumptions are marked as such):
   GEMMs on H100 reach ~650–750 TFLOP/s), attention 40 % (FlashAttention-2 forward on H100,
   ~350–400 TFLOP/s, per the FlashAttention-3 paper, Shah et al. 2024), HBM 85 % (assumption).
 - NVLink: 450 GB/s bus bandwidth (the per-direction NVLink 4 rate; nccl-tests all_reduce_perf
-  on 8xH100 reports ~450 GB/s busbw), latency 3 µs + 0.5 µs per ring step (NCCL's tuner uses
-  ~0.5–0.6 µs per NVLink ring-LL step; ~10 µs at TP=8, assumption for the base).
+  on 8xH100 NVSwitch nodes reports roughly 350–480 GB/s busbw for large messages), latency
+  3 µs + 0.5 µs per ring step (NCCL's tuner, src/graph/tuning.cc, charges ~0.5–0.6 µs per
+  NVLink ring-LL step; the 3 µs base is an assumption; ~10 µs in all at TP=8).
 - PCIe: 20 GB/s bus bandwidth (H100 PCIe Gen5 x16 is 64 GB/s per direction in theory; rings
   through PCIe switches and the CPU without NVLink reach a fraction of it, assumption) and 10 µs +
   6 µs per ring step (small messages staged through host memory, tens of µs, assumption).
 - Host: 3 µs per launch call, 2 µs of Python between launches, 1.5 µs from launch to an idle
-  stream, 4 µs of NCCL enqueue per collective, 40 µs of scheduler between steps (assumptions in
-  the range eager PyTorch shows). Models: Meta Llama 3 8B and 70B `config.json` shapes.
+  stream, 4 µs of NCCL enqueue per collective, 0.2 µs per NVTX push or pop, 40 µs of scheduler
+  between steps (assumptions in the range eager PyTorch shows).
+- Models: the shapes of Meta Llama 3 8B and 70B (`config.json` on Hugging Face).
 Kernel names are those of BF16 H100 kernels (cuBLAS nvjet/xmma, FlashAttention-2, vLLM, NCCL
 ≥ 2.23) whatever `dtype_bytes` is. Every trace carries an NSYSREPORT_SIMULATED metadata row.
 """
@@ -102,6 +105,7 @@ class HostSpec:
     gap_ns: int = 2_000
     queue_ns: int = 1_500
     nccl_ns: int = 4_000
+    nvtx_ns: int = 200
     step_ns: int = 40_000
     copy_latency_ns: int = 1_500
     copy_bytes_per_s: float = 25e9
@@ -255,7 +259,8 @@ def tensor_parallel(config: TensorParallelConfig) -> Scenario:
             for layer in range(m.layers if c.layers_simulated is None else c.layers_simulated):
                 _layer(sim, c, layer, rows, ctx, act)
             sim.kernel(ADD_RMS_NORM, memory_ns(4 * act, c.gpu))
-            sim.kernel(_GEMM["lm_head"][0], gemm_ns(c.batch, vocab, m.hidden, c.gpu, c.dtype_bytes))
+            lm_head = gemm_ns(c.batch, vocab, m.hidden, c.gpu, c.dtype_bytes)  # last token only
+            sim.kernel(_GEMM["lm_head"][0], lm_head, gemm=True)
             logits = c.batch * vocab * c.tp * c.dtype_bytes
             sim.collective(ALLGATHER, "ncclAllGather", logits, allgather_ns(logits, c.tp, c.link))
             sim.kernel(ARGMAX, memory_ns(logits, c.gpu))
@@ -319,8 +324,8 @@ class _Timeline:
         self.ranks = range(config.tp)
         self.clock = [START_NS] * config.tp  # each rank's host thread
         self.free = [{COMPUTE_STREAM: 0, COMM_STREAM: 0} for _ in self.ranks]
-        # Overlap: ends of the all-reduce in flight, and whether its GEMM has been launched yet.
-        self.pending: list[int] | None = None
+        # Overlap: end of the all-reduce in flight, and whether its GEMM is still to come.
+        self.pending: int | None = None
         self.gemm_free = False
         self.kernels: list[Kernel] = []
         self.memcpys: list[Memcpy] = []
@@ -340,8 +345,8 @@ class _Timeline:
             self.api_calls.append(ApiCall(start, end, name, pid=_pid(rank)))
         return start, end
 
-    def _dependency(self, gemm: bool) -> list[int] | None:
-        """The all-reduce ends the next compute kernel must wait for (overlap only)."""
+    def _dependency(self, gemm: bool) -> int | None:
+        """The all-reduce end the next compute kernel must wait for (overlap only)."""
         if self.pending is None:
             return None
         if self.gemm_free:  # kernels up to and including the next GEMM run beside it
@@ -353,9 +358,11 @@ class _Timeline:
     @contextmanager
     def nvtx(self, text: str) -> Iterator[None]:
         starts = list(self.clock)
+        self.clock = [t + self.h.nvtx_ns for t in self.clock]  # the push call itself
         yield
         for r in self.ranks:
             self.ranges.append(NvtxRange(starts[r], self.clock[r], text, pid=_pid(r)))
+            self.clock[r] += self.h.nvtx_ns  # the pop call ends the range, then returns
 
     def kernel(self, name: str, ns: int, gemm: bool = False) -> None:
         wait = self._dependency(gemm)
@@ -367,7 +374,7 @@ class _Timeline:
                 self._call(r, 1_000, "cudaStreamWaitEvent_v3020")
             launch = self._call(r, self.h.launch_ns)
             start = max(launch[1] + self.h.queue_ns, self.free[r][COMPUTE_STREAM])
-            start = max(start, wait[r]) if wait is not None else start
+            start = start if wait is None else max(start, wait)
             self.free[r][COMPUTE_STREAM] = start + duration
             self.kernels.append(
                 Kernel(start, start + duration, name, r, COMPUTE_STREAM, _pid(r), launch=launch)
@@ -402,7 +409,7 @@ class _Timeline:
             self.clock[r] += round(self.h.gap_ns * self._noise())
             ready = [end + self.h.queue_ns, self.free[r][stream], self.free[r][COMPUTE_STREAM]]
             if self.pending is not None:
-                ready.append(self.pending[r])
+                ready.append(self.pending)
             arrivals.append(max(ready))
             launches.append((start, end))
         finish = max(arrivals) + duration
@@ -413,7 +420,7 @@ class _Timeline:
                        api="cuLaunchKernelEx", event_class=1)
             )  # fmt: skip
         if overlap:
-            self.pending = [finish] * self.c.tp
+            self.pending = finish
             self.gemm_free = next_gemm_overlaps
 
     def copy(self, kind: int, size: int) -> None:
@@ -484,7 +491,7 @@ def sample_configs() -> list[TensorParallelConfig]:
         *(replace(prefill, tp=tp) for tp in (2, 4, 8)),
         replace(prefill, link=pcie),
         replace(prefill, overlap=True),
-        replace(decode, straggler_rank=3, straggler_slowdown=1.15),
+        replace(decode, straggler_rank=3, straggler_slowdown=1.3),
     ]
 
 
@@ -502,12 +509,7 @@ _FLAGS: tuple[tuple[str, str, type[int] | type[float]], ...] = (
 def sample_command(config: TensorParallelConfig, folder: str = "sample_traces") -> str:
     """The command line that writes `config`'s file (flags only where they differ from defaults)."""
     c, d = config, TensorParallelConfig()
-    flags = [
-        f"--model {c.model.name}",
-        f"--phase {c.phase}",
-        f"--tp {c.tp}",
-        f"--link {c.link.name}",
-    ]
+    flags = f"--model {c.model.name} --phase {c.phase} --tp {c.tp} --link {c.link.name}".split(" ")
     flags += [f"--gpu {c.gpu.name}"] if c.gpu != d.gpu else []
     for flag, name, _ in _FLAGS:
         value = getattr(c, name)
@@ -519,7 +521,11 @@ def sample_command(config: TensorParallelConfig, folder: str = "sample_traces") 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """The developer command line (not the user CLI): one file, or the whole sample folder."""
-    p = argparse.ArgumentParser(prog="python -m nsysreport.simulate", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m nsysreport.simulate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     d = TensorParallelConfig()
     p.add_argument("--model", choices=MODELS, default=d.model.name)
     p.add_argument("--link", choices=LINKS, default=d.link.name)

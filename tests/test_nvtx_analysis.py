@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from bruteforce import layer_exposed_comm
-from conftest import real_trace
 from nsysreport.cli import app
 from nsysreport.load import open_trace
 from nsysreport.model import build_report
@@ -17,6 +15,9 @@ from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
 from nsysreport.sections.gpu_breakdown import what_if
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
+
+from bruteforce import layer_exposed_comm
+from conftest import real_trace
 
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 ALLREDUCE = (

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 from nsysreport.load import open_trace
@@ -200,66 +201,80 @@ def test_the_committed_samples_are_what_the_simulator_writes_now(tmp_path: Path)
     assert all(sample_command(c) in readme for c in sample_configs())
 
 
+Opened = dict[str, duckdb.DuckDBPyConnection]
+
+
 @pytest.fixture(scope="module")
-def breakdowns() -> dict[str, list[dict[str, Any]]]:
-    """gpu_breakdown of every committed sample, by file name."""
-    return {
-        p.name: run_query(open_trace(p), "gpu_breakdown").to_dicts()
-        for p in sorted(SAMPLES.glob("*.sqlite"))
-    }
+def opened() -> Opened:
+    """Every committed sample, loaded once for this module (loading is most of the cost)."""
+    return {path.name: open_trace(path) for path in sorted(SAMPLES.glob("*.sqlite"))}
 
 
-def step_time_ns(breakdowns: dict[str, list[dict[str, Any]]], name: str) -> float:
-    """Span of the slowest rank over the steps: each step ends in a synchronize."""
-    steps = {c.phase: c.steps for c in sample_configs()}[
-        "decode" if "decode" in name else "prefill"
-    ]
-    return max(row["span_ns"] for row in breakdowns[name]) / steps
+def step_time_ns(con: duckdb.DuckDBPyConnection) -> float:
+    """Mean step time over every rank and step, as the report's step section shows it."""
+    steps = run_query(con, "step_breakdown").to_dicts()
+    return sum(s["step_time_ns"] for s in steps) / len(steps)
 
 
-def exposed_comm_pct(breakdowns: dict[str, list[dict[str, Any]]], name: str) -> float:
-    rows = breakdowns[name]
+def exposed_comm_pct(con: duckdb.DuckDBPyConnection) -> float:
+    rows = run_query(con, "gpu_breakdown").to_dicts()
     return 100 * sum(r["exposed_comm_ns"] for r in rows) / sum(r["span_ns"] for r in rows)
 
 
-def test_every_sample_loads_with_one_gpu_per_rank(breakdowns: dict[str, Any]) -> None:
+def test_every_sample_loads_with_one_gpu_per_rank(opened: Opened) -> None:
     for config in sample_configs():
-        rows = breakdowns[sample_name(config)]
+        rows = run_query(opened[sample_name(config)], "gpu_breakdown").to_dicts()
         assert [r["device_id"] for r in rows] == list(range(config.tp))
         assert all(r["comm_kernel_count"] > 0 and r["span_ns"] > 0 for r in rows)
 
 
-def test_a_sample_report_shows_the_simulated_trace_banner() -> None:
-    path = SAMPLES / "llama70b_decode_tp8_pcie.sqlite"
-    report = build_report(open_trace(path), path)
+def test_a_sample_report_shows_the_simulated_trace_banner(opened: Opened) -> None:
+    path = SAMPLES / "llama70b_decode_tp2_pcie.sqlite"
+    report = build_report(opened[path.name], path)
     assert report.traces[0].simulated is not None
     assert "not captured on a GPU" in report.traces[0].simulated
+    assert len(report.steps) == 2 * 4  # ranks x steps
     html = render_html(report, "2025-01-01 00:00 UTC")
-    assert "Simulated trace." in html and "TP=8 over pcie" in html
+    assert "Simulated trace." in html and "TP=2 over pcie" in html
 
 
-def test_on_pcie_decode_tp8_is_slower_than_tp4_but_on_nvlink_it_is_faster(
-    breakdowns: dict[str, Any],
-) -> None:
+def test_on_pcie_decode_tp8_is_slower_than_tp4_but_on_nvlink_it_is_faster(opened: Opened) -> None:
     # Decode is latency-bound: TP=8 halves each rank's weight reads (~75 µs a layer) but its
     # 14-step rings cost 2 x 48 µs more latency per layer than TP=4's 6-step rings on PCIe.
-    pcie = [step_time_ns(breakdowns, f"llama70b_decode_tp{n}_pcie.sqlite") for n in (2, 4, 8)]
-    nvlink = [step_time_ns(breakdowns, f"llama70b_decode_tp{n}_nvlink.sqlite") for n in (2, 4, 8)]
+    pcie = [step_time_ns(opened[f"llama70b_decode_tp{n}_pcie.sqlite"]) for n in (2, 4, 8)]
+    nvlink = [step_time_ns(opened[f"llama70b_decode_tp{n}_nvlink.sqlite"]) for n in (2, 4, 8)]
     assert pcie[1] < pcie[0] and pcie[2] > pcie[1]
     assert nvlink[0] > nvlink[1] > nvlink[2]
     assert all(p > n for p, n in zip(pcie, nvlink, strict=True))
 
 
-def test_overlap_lowers_the_exposed_communication_share_of_nvlink_prefill(
-    breakdowns: dict[str, Any],
-) -> None:
-    serial = exposed_comm_pct(breakdowns, "llama70b_prefill_tp8_nvlink.sqlite")
-    overlapped = exposed_comm_pct(breakdowns, "llama70b_prefill_tp8_nvlink_overlap.sqlite")
+def test_overlap_lowers_the_exposed_communication_share_of_nvlink_prefill(opened: Opened) -> None:
+    serial = exposed_comm_pct(opened["llama70b_prefill_tp8_nvlink.sqlite"])
+    overlapped = exposed_comm_pct(opened["llama70b_prefill_tp8_nvlink_overlap.sqlite"])
     assert overlapped < serial / 2
     # ...and PCIe prefill is dominated by its all-reduces.
-    assert exposed_comm_pct(breakdowns, "llama70b_prefill_tp8_pcie.sqlite") > 50
+    assert exposed_comm_pct(opened["llama70b_prefill_tp8_pcie.sqlite"]) > 50
+
+
+def test_the_straggler_sample_makes_every_other_rank_wait_for_rank_3(opened: Opened) -> None:
+    path = SAMPLES / "llama70b_decode_tp8_nvlink_straggler.sqlite"
+    stragglers = build_report(opened[path.name], path).stragglers
+    assert stragglers.straggler is not None and stragglers.straggler.rank == 3
+    waits = {g.rank: g.wait_ns for g in stragglers.gpus}
+    assert all(waits[3] * 10 < waits[r] for r in waits if r != 3)
 
 
 def test_presets_have_the_llama_3_shapes() -> None:
     assert MODELS["llama70b"] == ModelSpec("llama70b", 8192, 80, 28672, 64, 8, 128_256)
     assert MODELS["llama8b"] == ModelSpec("llama8b", 4096, 32, 14336, 32, 8, 128_256)
+
+
+def test_the_report_puts_each_layers_twelve_kernels_in_that_layer(write_and_open: Any) -> None:
+    # Per layer: 2 norms, 4 GEMMs, rotary, cache write, attention, SiLU and 2 all-reduces.
+    con = write_and_open(tensor_parallel(replace(ONE_LAYER, model=replace(TINY, layers=3))))
+    rows = run_query(con, "layer_summary").to_dicts()
+    per_layer = {(r["device_id"], r["layer"]): r["kernel_count"] for r in rows}
+    for rank in (0, 1):
+        assert [per_layer[(rank, f"model.layers.{i}")] for i in range(3)] == [12, 12, 12]
+        # Embedding, its all-reduce, final norm, LM head, all-gather and argmax.
+        assert per_layer[(rank, "(outside layers)")] == 6

@@ -1,5 +1,7 @@
 -- activity_range: for each GPU activity and NVTX role, the innermost range containing its launch
 --
+-- Materialised (CREATE TABLE) when the trace is opened: steps, layers and collectives read it.
+--
 -- NVIDIA's projection rule: a range contains an activity when the CUDA call that launched it
 -- lies inside the range on the same thread (range.start <= launch.start, launch.end <=
 -- range.end). Push/pop ranges nest on a thread, so the innermost open range of a role at a
@@ -16,7 +18,7 @@
 --   label          VARCHAR   its label
 --   label_index    BIGINT    its label_index
 --   payload        BIGINT    its payload
-CREATE VIEW activity_range AS
+CREATE TABLE activity_range AS
 WITH launched AS (
     SELECT a.source, a.activity_id, l.global_tid, l.start_ns AS launch_start,
         l.end_ns AS launch_end
@@ -25,8 +27,9 @@ WITH launched AS (
 ),
 roles AS (SELECT DISTINCT role FROM nvtx_role_range),
 events AS (
-    -- +1 at a range start, -1 at its end, 0 at a launch; at one instant starts come first,
-    -- then launches, then ends, so a launch at a range's edge counts as inside it.
+    -- +1 at a range start, -1 at its end, 0 at a launch. At one instant ends come first (a
+    -- range may end where the next begins), then starts, then launches, so a launch at a
+    -- range's start counts as inside it (one at its end cannot be: it lasts past the end).
     SELECT global_tid, role, start_ns AS t, 1 AS d, range_id, NULL AS source,
         NULL::BIGINT AS activity_id, NULL::BIGINT AS launch_end
     FROM nvtx_role_range
@@ -40,7 +43,8 @@ events AS (
 ),
 depths AS (
     SELECT *, sum(d) OVER (
-        PARTITION BY global_tid, role ORDER BY t, d DESC, range_id, activity_id
+        PARTITION BY global_tid, role
+        ORDER BY t, CASE d WHEN -1 THEN 0 WHEN 1 THEN 1 ELSE 2 END, range_id, activity_id
         ROWS UNBOUNDED PRECEDING
     ) AS depth
     FROM events

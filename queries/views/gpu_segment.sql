@@ -1,5 +1,8 @@
 -- gpu_segment: each GPU's timeline cut into segments by every activity start and end
 --
+-- Materialised (CREATE TABLE) when the trace is opened: every breakdown, gap, step and layer
+-- analysis reads it, and the sweep is the most expensive step of the analysis.
+--
 -- One sorted sweep per GPU over +1/-1 events gives, for every stretch between consecutive
 -- events, how many activities of each class are running. Every union and difference in
 -- METRICS.md is then a sum of segment lengths under a predicate, e.g.
@@ -36,7 +39,7 @@
 --   exposed_comm_before_ns     BIGINT    time with comm but no compute before start_ns
 --   memcpy_before_ns           BIGINT    time with n_memcpy > 0 before start_ns
 --   exposed_memcpy_before_ns   BIGINT    time with copies only before start_ns
-CREATE VIEW gpu_segment AS
+CREATE TABLE gpu_segment AS
 WITH timed AS (
     SELECT pid, device_id, start_ns, end_ns, source, activity_id,
         (class NOT IN ('comm', 'memcpy'))::BIGINT AS is_compute,

@@ -17,7 +17,7 @@
 --   start_ns      BIGINT    island start
 --   end_ns        BIGINT    island end
 --   duration_ns   BIGINT    island length
---   exposed_ns    BIGINT    island length not covered by any compute kernel on the GPU
+--   exposed_ns    BIGINT    comm islands: length not covered by any compute kernel on the GPU
 CREATE VIEW grouped_island AS
 WITH kernels AS (
     SELECT k.pid, k.device_id, k.start_ns, k.end_ns, k.class,
@@ -62,11 +62,14 @@ islands AS (
     GROUP BY pid, device_id, grouping, group_key, part, island
 ),
 edges AS (
+    -- only communication islands need their exposed part
     SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns, start_ns AS t, -1 AS sign
     FROM islands
+    WHERE part = 'comm'
     UNION ALL
     SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns, end_ns, 1
     FROM islands
+    WHERE part = 'comm'
 ),
 covered AS (
     -- compute time on the GPU before instant t
@@ -76,9 +79,17 @@ covered AS (
     FROM edges AS e
     ASOF LEFT JOIN gpu_segment AS s
         ON s.pid = e.pid AND s.device_id = e.device_id AND s.start_ns <= e.t
+),
+exposed AS (
+    SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns,
+        end_ns - start_ns AS duration_ns,
+        (end_ns - start_ns - sum(sign * compute_until_t))::BIGINT AS exposed_ns
+    FROM covered
+    GROUP BY pid, device_id, grouping, group_key, part, start_ns, end_ns
 )
+SELECT * FROM exposed
+UNION ALL
 SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns,
-    end_ns - start_ns AS duration_ns,
-    (end_ns - start_ns - sum(sign * compute_until_t))::BIGINT AS exposed_ns
-FROM covered
-GROUP BY pid, device_id, grouping, group_key, part, start_ns, end_ns
+    end_ns - start_ns, NULL
+FROM islands
+WHERE part <> 'comm'
