@@ -69,6 +69,7 @@ def build_report(con: duckdb.DuckDBPyConnection, trace_path: Path, top: int = 10
     steps, step_stats = build_steps(con, file, ranks)
     layers, layers_across = build_layers(con, file, ranks)
     stragglers = build_stragglers(con, file, ranks)
+    collectives = build_collectives(con, file, ranks)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -77,10 +78,10 @@ def build_report(con: duckdb.DuckDBPyConnection, trace_path: Path, top: int = 10
         step_stats=step_stats,
         layers=layers,
         layers_across=layers_across,
-        collectives=build_collectives(con, file, ranks),
+        collectives=collectives,
         stragglers=stragglers,
         top_kernels=build_kernels(con, top),
-        bottleneck=bottleneck(gpus, layers_across, stragglers),
+        bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
     )
 
 
