@@ -27,7 +27,7 @@ app = typer.Typer(
         "Example: nsysreport trace.sqlite  (writes trace.report.html beside the trace)"
     ),
 )
-SUBCOMMANDS = ("report", "queries", "query")
+SUBCOMMANDS = ("report", "queries", "query", "compare")
 STEP_HELP = "Regex for step NVTX ranges (default: ProfilerStep#N, step N, iteration N)."
 LAYER_HELP = "Regex for layer NVTX ranges; the matched text names the layer, e.g. 'layers\\.\\d+'."
 CLASS_HELP = (
@@ -111,7 +111,7 @@ def report(
     from nsysreport.load import open_trace
     from nsysreport.model import as_json, build_report
     from nsysreport.patterns import parse_patterns
-    from nsysreport.render import render_html, write_pdf
+    from nsysreport.render import render_html
 
     def work() -> None:
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
@@ -123,17 +123,7 @@ def report(
             progress("rendering")
             html = render_html(model, _generated_at())
         out = output or trace.with_name(trace.name.removesuffix(".sqlite") + ".report.html")
-        written: list[Path] = []
-        if out.suffix.lower() == ".pdf":
-            _write_atomic(out, lambda tmp: write_pdf(html, tmp))
-            written.append(out)
-        else:
-            _write_atomic(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))
-            written.append(out)
-            if pdf:
-                pdf_path = out.with_suffix(".pdf")
-                _write_atomic(pdf_path, lambda tmp: write_pdf(html, tmp))
-                written.append(pdf_path)
+        written = _write_outputs(html, out, pdf)
         if json_path is not None:
             text = json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
             if str(json_path) == "-":
@@ -199,6 +189,60 @@ def query(
     _run(work)
 
 
+@app.command("compare")
+def compare_command(
+    inputs: Annotated[
+        list[str],
+        typer.Argument(help="Traces or saved report JSONs, optionally LABEL=PATH; two or more."),
+    ],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Comparison report (.html, or .pdf).")
+    ] = Path("nsysreport-compare.html"),
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--json", help="Also write the comparison as JSON (- for stdout)."),
+    ] = None,
+    pdf: Annotated[bool, typer.Option("--pdf", help="Also write a PDF beside the HTML.")] = False,
+    baseline: Annotated[
+        str | None, typer.Option(help="Label of the baseline (default: the fewest GPUs).")
+    ] = None,
+    tokens_per_step: Annotated[
+        int | None, typer.Option(min=1, help="Report tokens/s instead of steps/s.")
+    ] = None,
+    step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
+    layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+) -> None:
+    """Compare parallel configurations: speedup, scaling efficiency and where it went.
+
+    Example: nsysreport compare tp2=run_tp2.sqlite tp4=run_tp4.sqlite tp8=run_tp8.sqlite
+    """
+    from nsysreport.compare import as_json, compare, load_inputs
+    from nsysreport.patterns import parse_patterns
+    from nsysreport.render import render_compare_html
+
+    def work() -> None:
+        patterns = parse_patterns(step_pattern, layer_pattern, [], [])
+        with _progress(quiet) as progress:
+            progress("loading the configurations")
+            comparison = compare(load_inputs(inputs, patterns), baseline, tokens_per_step)
+            html = render_compare_html(comparison, _generated_at())
+        written = _write_outputs(html, output, pdf)
+        if json_path is not None:
+            text = json.dumps(as_json(comparison), indent=2) + "\n"
+            if str(json_path) == "-":
+                sys.stdout.write(text)
+                return
+            _write_atomic(json_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+            written.append(json_path)
+        if not quiet:
+            from nsysreport.summary import print_comparison
+
+            print_comparison(comparison, written)
+
+    _run(work)
+
+
 def _parse_params(items: list[str]) -> dict[str, str]:
     params = {}
     for item in items:
@@ -214,6 +258,21 @@ def _generated_at() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _write_outputs(html: str, out: Path, pdf: bool) -> list[Path]:
+    """Write the HTML (or only a PDF when `out` ends in .pdf), and a PDF beside it on request."""
+    from nsysreport.render import write_pdf
+
+    if out.suffix.lower() == ".pdf":
+        _write_atomic(out, lambda tmp: write_pdf(html, tmp))
+        return [out]
+    _write_atomic(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))
+    if not pdf:
+        return [out]
+    pdf_path = out.with_suffix(".pdf")
+    _write_atomic(pdf_path, lambda tmp: write_pdf(html, tmp))
+    return [out, pdf_path]
 
 
 def _write_atomic(path: Path, write: Callable[[Path], Any]) -> None:

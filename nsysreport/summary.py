@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.model import Report
 from nsysreport.units import fmt_count, fmt_ns, fmt_pct
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 
 def print_summary(report: Report, written: Sequence[Path]) -> None:
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
+    console = _console()
     for trace in report.traces:
         simulated = " [bold yellow](simulated)[/]" if trace.simulated else ""
         console.print(
@@ -61,3 +66,38 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
+
+
+def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
+    from rich.table import Table
+
+    console = _console()
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    headings = ("config", "GPUs", "step time", c.throughput_unit, "speedup", "ideal", "efficiency")
+    for heading in (*headings, "exp. comm/step", "idle/step"):
+        table.add_column(heading, justify="left" if heading == "config" else "right")
+    for x in c.configs:
+        table.add_row(
+            x.label + (" (baseline)" if x.label == c.baseline else ""),
+            str(x.gpus),
+            fmt_ns(x.step_time_ns),
+            f"{x.throughput:.1f}",
+            f"{x.speedup:.2f}x",
+            f"{x.ideal_speedup:.2f}x",
+            f"{100 * x.scaling_efficiency:.0f}%",
+            fmt_ns(x.breakdown["exposed_comm_ns"]),
+            fmt_ns(x.breakdown["idle_ns"]),
+        )
+    console.print(table)
+    console.print(f"[bold]Scaling:[/] {summary_sentence(c)}", soft_wrap=True)
+    for note in c.notes:
+        console.print(f"Note: {note}", soft_wrap=True)
+    for path in written:
+        console.print(f"Wrote {path}", soft_wrap=True)
+
+
+def _console() -> Console:
+    """Rich's console, 120 columns wide when stdout is a pipe or a CI log (not 80)."""
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 120)

@@ -1,0 +1,280 @@
+"""Compare parallel configurations: speedup, scaling efficiency and where the efficiency went."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from nsysreport.errors import OptionError, TraceError
+from nsysreport.patterns import Patterns
+
+PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
+OUTSIDE = "(outside layers)"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """One configuration (one trace, or one previously written report JSON)."""
+
+    label: str
+    traces: tuple[str, ...]
+    gpus: int
+    steps: int
+    simulated: bool
+    step_time_ns: float  # median over steps and GPUs (or over GPU spans, see Comparison.basis)
+    mean_step_time_ns: float  # mean of the same; the breakdown and loss parts sum to it
+    throughput: float  # steps/s, or tokens/s with --tokens-per-step
+    speedup: float  # baseline step time / step time
+    ideal_speedup: float  # GPUs / baseline GPUs
+    scaling_efficiency: float  # speedup / ideal speedup
+    breakdown: dict[str, float]  # PARTS, mean per step and GPU; sums to mean_step_time_ns
+    loss: dict[str, float]  # PARTS and total_ns: mean step time minus the ideal, by part
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    configs: tuple[Config, ...]  # ordered by GPU count
+    baseline: str
+    basis: str  # "steps" (NVTX steps in every config) or "span" (each GPU's whole trace window)
+    throughput_unit: str
+    layers: tuple[dict[str, Any], ...]  # {"layer", "exposed_comm_ns": {label: per step per GPU}}
+    collectives: tuple[dict[str, Any], ...]  # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}}
+    notes: tuple[str, ...]  # what could not be compared fairly, and why
+
+
+def load_inputs(specs: Sequence[str], patterns: Patterns) -> list[tuple[str, dict[str, Any]]]:
+    """`[label=]path` -> (label, report JSON); a .json is a saved report, anything else a trace."""
+    loaded = []
+    for spec in specs:
+        label, path = _split_label(spec)
+        if path.suffix == ".json":
+            loaded.append((label, _read_report_json(path)))
+            continue
+        from nsysreport.load import open_trace
+        from nsysreport.model import as_json, build_report
+
+        loaded.append((label, as_json(build_report(open_trace(path, patterns=patterns), path))))
+    labels = _short_labels([label for label, _ in loaded], specs)
+    loaded = [(label, data) for label, (_, data) in zip(labels, loaded, strict=True)]
+    if len(set(labels)) != len(labels):
+        raise OptionError(f"two inputs share a label ({', '.join(labels)}); name them LABEL=PATH")
+    return loaded
+
+
+def _short_labels(labels: list[str], specs: Sequence[str]) -> list[str]:
+    """Drop the words all file-name labels share: llama_tp2_pcie, llama_tp4_pcie -> tp2, tp4."""
+    named = [spec.partition("=")[0] == label for label, spec in zip(labels, specs, strict=True)]
+    words = [label.split("_") for label in labels]
+    if len(labels) < 2 or any(named):
+        return labels
+    head = 0
+    while all(len(w) > head + 1 and w[head] == words[0][head] for w in words):
+        head += 1
+    tail = 0
+    while all(len(w) > head + tail + 1 and w[-1 - tail] == words[0][-1 - tail] for w in words):
+        tail += 1
+    short = ["_".join(w[head : len(w) - tail]) for w in words]
+    return short if len(set(short)) == len(short) else labels
+
+
+def _split_label(spec: str) -> tuple[str, Path]:
+    label, sep, rest = spec.partition("=")
+    if sep and label and not Path(spec).exists():
+        return label, Path(rest)
+    path = Path(spec)
+    return path.name.removesuffix(".json").removesuffix(".sqlite"), path
+
+
+def _read_report_json(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise TraceError(f"{path}: no such file") from exc
+    except (OSError, ValueError) as exc:
+        raise TraceError(f"{path}: is not readable JSON ({exc})") from exc
+    if not isinstance(data, dict) or data.get("schema_version") != 1 or "gpus" not in data:
+        raise TraceError(
+            f"{path}: is not an nsysreport report (write one with: "
+            f"nsysreport report TRACE --json {path.name})"
+        )
+    return data
+
+
+def compare(
+    inputs: Sequence[tuple[str, dict[str, Any]]],
+    baseline: str | None = None,
+    tokens_per_step: int | None = None,
+) -> Comparison:
+    """Scaling of `inputs` against the baseline (the fewest GPUs unless named)."""
+    if len(inputs) < 2:
+        raise OptionError("compare needs at least two configurations")
+    notes: list[str] = []
+    with_steps = [label for label, data in inputs if data["steps"]]
+    basis = "steps" if len(with_steps) == len(inputs) else "span"
+    if basis == "span" and with_steps:
+        without = ", ".join(label for label, data in inputs if not data["steps"])
+        notes.append(
+            f"Step time is each GPU's whole trace window, not a step: {without} "
+            "has no NVTX step ranges, so steps cannot be compared."
+        )
+    ordered = sorted(inputs, key=lambda item: len(item[1]["gpus"]))  # stable: ties keep order
+    labels = [label for label, _ in ordered]
+    base_label = baseline or labels[0]
+    if base_label not in labels:
+        raise OptionError(f"--baseline {base_label!r}: not one of {', '.join(labels)}")
+    measured = {label: _measure(data, basis) for label, data in ordered}
+    base = measured[base_label]
+    configs = []
+    for label, data in ordered:
+        m = measured[label]
+        ideal = base["gpus"] and m["gpus"] / base["gpus"]
+        speedup = base["median"] / m["median"] if m["median"] else 0.0
+        ideal_mean = base["mean"] * base["gpus"] / m["gpus"]
+        loss = {p: m["parts"][p] - base["parts"][p] * base["gpus"] / m["gpus"] for p in PARTS}
+        loss["total_ns"] = m["mean"] - ideal_mean
+        rate = 1e9 / m["median"] if m["median"] else 0.0
+        configs.append(
+            Config(
+                label=label,
+                traces=tuple(t["path"] for t in data["traces"]),
+                gpus=m["gpus"],
+                steps=m["steps"],
+                simulated=any(t.get("simulated") for t in data["traces"]),
+                step_time_ns=m["median"],
+                mean_step_time_ns=m["mean"],
+                throughput=rate * (tokens_per_step or 1),
+                speedup=speedup,
+                ideal_speedup=ideal,
+                scaling_efficiency=speedup / ideal if ideal else 0.0,
+                breakdown=m["parts"],
+                loss=loss,
+            )
+        )
+    layers, layer_notes = _layers(ordered, measured)
+    return Comparison(
+        configs=tuple(configs),
+        baseline=base_label,
+        basis=basis,
+        throughput_unit="tokens/s" if tokens_per_step else "steps/s",
+        layers=layers,
+        collectives=_collectives(ordered),
+        notes=tuple(notes + layer_notes),
+    )
+
+
+def _measure(data: dict[str, Any], basis: str) -> dict[str, Any]:
+    """Median and mean step time and the mean per-step breakdown of one configuration."""
+    rows = data["steps"] if basis == "steps" else data["gpus"]
+    times = [r["step_time_ns"] if basis == "steps" else r["span_ns"] for r in rows]
+    steps = len({(s["file"], s["pid"], s["device_id"], s["ordinal"]) for s in data["steps"]})
+    n_gpus = len(data["gpus"])
+    return {
+        "gpus": n_gpus,
+        "steps": steps // n_gpus if basis == "steps" else 0,
+        "median": float(statistics.median(times)) if times else 0.0,
+        "mean": statistics.fmean(times) if times else 0.0,
+        "parts": {p: statistics.fmean(r[p] for r in rows) if rows else 0.0 for p in PARTS},
+    }
+
+
+def _layers(
+    ordered: Sequence[tuple[str, dict[str, Any]]], measured: dict[str, dict[str, Any]]
+) -> tuple[tuple[dict[str, Any], ...], list[str]]:
+    """Exposed comm per layer, per step and GPU, for layers matched by name across configs."""
+    per_config: dict[str, dict[str, float]] = {}
+    order: dict[str, tuple[int, str]] = {}
+    for label, data in ordered:
+        sums: dict[str, list[int]] = {}
+        for row in data["layers"]:
+            if row["layer"] == OUTSIDE:
+                continue
+            sums.setdefault(row["layer"], []).append(row["exposed_comm_ns"])
+            order.setdefault(row["layer"], (row["layer_index"] or 0, row["layer"]))
+        per_step = max(measured[label]["steps"], 1)
+        per_config[label] = {k: statistics.fmean(v) / per_step for k, v in sums.items()}
+    names = sorted(order, key=lambda k: order[k])
+    if not names:
+        return (), []
+    labels = [label for label, _ in ordered]
+    notes = []
+    for label in labels:
+        missing = [n for n in names if n not in per_config[label]]
+        if missing:
+            shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")
+            notes.append(f"{label} has no layer ranges named {shown}: left blank.")
+    rows = tuple(
+        {"layer": n, "exposed_comm_ns": {label: per_config[label].get(n) for label in labels}}
+        for n in names
+    )
+    return rows, notes
+
+
+def _collectives(ordered: Sequence[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], ...]:
+    """Mean latency and bus bandwidth per collective op and configuration."""
+    ops: dict[str, dict[str, dict[str, float | None]]] = {}
+    for label, data in ordered:
+        by_op: dict[str, list[dict[str, Any]]] = {}
+        for row in data["collectives"]:
+            by_op.setdefault(row["op"], []).append(row)
+        for op, rows in by_op.items():
+            calls = sum(r["count"] for r in rows)
+            bus = [r["busbw_gbps"] for r in rows if r["busbw_gbps"] is not None]
+            entry = ops.setdefault(op, {"mean_ns": {}, "busbw_gbps": {}, "calls": {}})
+            entry["mean_ns"][label] = sum(r["total_ns"] for r in rows) / calls if calls else None
+            entry["busbw_gbps"][label] = statistics.fmean(bus) if bus else None
+            entry["calls"][label] = calls / len(rows)
+    return tuple({"op": op, **values} for op, values in sorted(ops.items()))
+
+
+def summary_sentence(c: Comparison) -> str:
+    """From the baseline to the largest configuration: speedup, efficiency and the main loss."""
+    base = next(x for x in c.configs if x.label == c.baseline)
+    last = max(c.configs, key=lambda x: (x.gpus, c.configs.index(x)))
+    if last is base:
+        return f"{base.label} is the only configuration with the most GPUs."
+    part = max(PARTS, key=lambda p: last.loss[p])
+    names = {
+        "compute_ns": "compute that did not shrink in proportion",
+        "exposed_comm_ns": "extra exposed communication",
+        "exposed_memcpy_ns": "extra exposed memcpy",
+        "idle_ns": "extra idle time",
+    }
+    from nsysreport.units import fmt_ns
+
+    faster = "faster" if last.speedup >= 1 else "slower"
+    factor = last.speedup if last.speedup >= 1 else 1 / last.speedup if last.speedup else 0
+    sentence = (
+        f"From {base.label} ({base.gpus} GPUs) to {last.label} ({last.gpus} GPUs) each step is "
+        f"{factor:.2f}x {faster} against an ideal {last.ideal_speedup:.2f}x: "
+        f"{100 * last.scaling_efficiency:.0f}% scaling efficiency. Most of the shortfall is "
+        f"{names[part]} ({fmt_ns(last.loss[part])} of {fmt_ns(last.loss['total_ns'])} "
+        "per step)."
+    )
+    fastest = min(c.configs, key=lambda x: (x.step_time_ns, x.gpus))
+    if fastest.gpus < last.gpus:
+        sentence += (
+            f" {fastest.label} ({fastest.gpus} GPUs) is the fastest: more GPUs than that made "
+            "each step slower."
+        )
+    return sentence
+
+
+def as_json(c: Comparison) -> dict[str, Any]:
+    """The comparison as the JSON contract of issue 5 (schema_version 1)."""
+    import dataclasses
+
+    return {
+        "schema_version": 1,
+        "baseline": c.baseline,
+        "basis": c.basis,
+        "throughput_unit": c.throughput_unit,
+        "configs": [dataclasses.asdict(x) for x in c.configs],
+        "layers": list(c.layers),
+        "collectives": list(c.collectives),
+        "notes": list(c.notes),
+        "summary": summary_sentence(c),
+    }
