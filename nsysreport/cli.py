@@ -27,7 +27,7 @@ app = typer.Typer(
         "Example: nsysreport trace.sqlite  (writes trace.report.html beside the trace)"
     ),
 )
-SUBCOMMANDS = ("report", "queries", "query", "compare")
+SUBCOMMANDS = ("report", "queries", "query", "compare", "gate")
 STEP_HELP = "Regex for step NVTX ranges (default: ProfilerStep#N, step N, iteration N)."
 LAYER_HELP = "Regex for layer NVTX ranges; the matched text names the layer, e.g. 'layers\\.\\d+'."
 CLASS_HELP = (
@@ -141,6 +141,109 @@ def report(
             print_summary(model, written)
 
     _run(work)
+
+
+@app.command("gate")
+def gate(
+    trace: Annotated[
+        Path, typer.Argument(help="Nsight Systems SQLite export, or a `report --json` file.")
+    ],
+    budget: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML budget with [max], [min], [max-regression], baseline, min-steps "
+            "(default: [tool.nsysreport.gate] of ./pyproject.toml)."
+        ),
+    ] = None,
+    max_: Annotated[
+        list[str] | None,
+        typer.Option("--max", help="METRIC=VALUE: fail when the metric is above VALUE."),
+    ] = None,
+    min_: Annotated[
+        list[str] | None,
+        typer.Option("--min", help="METRIC=VALUE: fail when the metric is below VALUE."),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(help="Baseline trace (.sqlite) or `report --json` file to compare with."),
+    ] = None,
+    max_regression: Annotated[
+        list[str] | None,
+        typer.Option(help="METRIC=PCT: fail when the metric got worse than the baseline by PCT %."),
+    ] = None,
+    min_steps: Annotated[
+        int | None,
+        typer.Option(min=0, help="Fail when any GPU has fewer steps than this to judge."),
+    ] = None,
+    junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
+    markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,
+    json_path: Annotated[
+        Path | None, typer.Option("--json", help="Also write the verdicts as JSON here.")
+    ] = None,
+    step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
+    layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
+    kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
+) -> None:
+    """Check a trace against budgets: exit 0 if every check passes, 1 if any fails, 2 on bad input.
+
+    Example: nsysreport gate trace.sqlite --max exposed_comm_pct=5 --junit gate.xml
+
+    Limits are inclusive: a value exactly at its limit passes. When the trace has steps,
+    exposed_comm_pct, exposed_memcpy_pct, idle_pct, compute_pct and step_time_ns are medians
+    over steps, printed with their spread (min – max); the other metrics are whole-trace.
+
+    \b
+    Metrics (METRICS.md names; "worst" is the GPU or layer that is worst):
+      exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span)
+      exposed_memcpy_pct     worst GPU, exposed_memcpy_ns as % of step time (or span)
+      idle_pct               worst GPU, idle_ns as % of step time (or span)
+      compute_pct            least GPU, compute_ns as % of step time (or span)
+      overlap_pct            least overlap_pct of the GPUs that communicate
+      step_time_ns           median over all steps of all GPUs (no steps: median span)
+      gap_p99_ns             worst GPU's gaps.p99_ns
+      straggler_wait_pct     worst GPU's straggler wait_ns as % of its span_ns
+      layer_exposed_comm_ns  worst layer's exposed_comm_ns, mean over GPUs;
+                             layer_exposed_comm_ns[NAME] gates the layer NAME
+      exposed_comm_ns        worst GPU's exposed_comm_ns
+      idle_ns                worst GPU's idle_ns
+    """
+    from nsysreport import gate as g
+    from nsysreport.patterns import parse_patterns
+
+    def write(path: Path, text: str) -> None:
+        _write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+    def work() -> g.GateResult:
+        options = (("max", max_), ("min", min_), ("max-regression", max_regression))
+        checks = tuple(g.parse_check(kind, item) for kind, items in options for item in items or [])
+        cli = g.Budget(checks, baseline, min_steps)
+        found = g.load_budget(budget) if budget is not None else g.find_budget(Path.cwd())
+        plan = g.merge(found, cli)
+        if not plan.checks and plan.min_steps is None:
+            raise OptionError("nothing to check: give --max, --min, --max-regression or --budget")
+        if plan.baseline is None and any(c.kind == "max-regression" for c in plan.checks):
+            raise OptionError("--max-regression needs --baseline (or baseline = in the budget)")
+        patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], [])
+        base = None if plan.baseline is None else g.load_report(plan.baseline, patterns)
+        report = g.load_report(trace, patterns)
+        base_name = None if plan.baseline is None else str(plan.baseline)
+        result = g.evaluate(report, str(trace), plan, base, base_name)
+        if junit is not None:
+            write(junit, g.to_junit(result))
+        if markdown is not None:
+            write(markdown, g.to_markdown(result))
+        if json_path is not None:
+            write(json_path, json.dumps(g.to_json(result), indent=2) + "\n")
+        return result
+
+    try:
+        result = _run(work)
+    except typer.Exit as exc:
+        # The issue's contract for gate: usage *and* input errors (a bad trace) exit 2, so a
+        # CI job can tell "the gate failed" (1) from "the gate could not run" (2).
+        raise typer.Exit(2) from exc
+    g.print_table(result)
+    raise typer.Exit(0 if result.passed else 1)
 
 
 @app.command("queries")

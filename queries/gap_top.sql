@@ -28,7 +28,15 @@ WITH gaps AS (
     FROM gpu_segment
     WHERE n_all = 0
 ),
-top AS (SELECT * FROM gaps WHERE gap_rank <= $top),
+top AS (
+    SELECT *,
+        ['kernel', 'memcpy', 'memset'][(before_key % 4)::INTEGER + 1] AS before_source,
+        before_key // 4 AS before_id,
+        ['kernel', 'memcpy', 'memset'][(after_key % 4)::INTEGER + 1] AS after_source,
+        after_key // 4 AS after_id
+    FROM gaps
+    WHERE gap_rank <= $top
+),
 ends AS (
     SELECT before_source AS source, before_id AS activity_id FROM top
     UNION

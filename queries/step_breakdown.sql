@@ -2,8 +2,8 @@
 --
 -- A step's window on a GPU runs from the first start to the last end of the activities it
 -- launched (step_window). Every metric is METRICS.md's, over all of the GPU's activity clipped
--- to that window (work launched earlier that runs into the step counts too), read from
--- gpu_segment's running totals at the window's two ends. Counts are of the activities the
+-- to that window (work launched earlier that runs into the step counts too): the gpu_segment
+-- rows between the window's two ends, the two end segments clipped. Counts are of the activities the
 -- step launched. compute + exposed comm + exposed memcpy + idle = step_time_ns.
 --
 -- Columns:
@@ -29,35 +29,39 @@
 --   exposed_memcpy_ns    BIGINT    copies with neither compute nor comm running
 --   kernel_count         BIGINT    kernels the step launched on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
-WITH ends AS (
-    SELECT pid, device_id, range_id, start_ns AS t, -1 AS sign FROM step_window
-    UNION ALL
-    SELECT pid, device_id, range_id, end_ns, 1 FROM step_window
+WITH bounds AS (
+    -- The first and last segment of each window (ASOF: the segment containing the instant).
+    SELECT w.pid, w.device_id, w.range_id, w.start_ns, w.end_ns,
+        coalesce(lo.seq, 0) AS lo_seq, coalesce(hi.seq, -1) AS hi_seq
+    FROM step_window AS w
+    ASOF LEFT JOIN gpu_segment AS lo
+        ON lo.pid = w.pid AND lo.device_id = w.device_id AND lo.start_ns <= w.start_ns
+    ASOF LEFT JOIN gpu_segment AS hi
+        ON hi.pid = w.pid AND hi.device_id = w.device_id AND hi.start_ns < w.end_ns
 ),
-at_ends AS (
-    SELECT e.pid, e.device_id, e.range_id, e.sign, s.*,
-        least(e.t, s.end_ns) - s.start_ns AS into_segment
-    FROM ends AS e
-    ASOF LEFT JOIN gpu_segment AS s
-        ON s.pid = e.pid AND s.device_id = e.device_id AND s.start_ns <= e.t
+inside AS (
+    SELECT b.*, unnest(range(b.lo_seq, b.hi_seq + 1)) AS seq FROM bounds AS b
+),
+clipped AS (
+    SELECT i.pid, i.device_id, i.range_id, s.n_all, s.n_compute, s.n_gemm, s.n_attention,
+        s.n_comm, s.n_memcpy,
+        least(s.end_ns, i.end_ns) - greatest(s.start_ns, i.start_ns) AS part_ns
+    FROM inside AS i
+    JOIN gpu_segment AS s ON s.pid = i.pid AND s.device_id = i.device_id AND s.seq = i.seq
 ),
 totals AS (
     SELECT pid, device_id, range_id,
-        sum(sign * coalesce(busy_before_ns + (n_all > 0)::BIGINT * into_segment, 0)) AS busy,
-        sum(sign * coalesce(compute_before_ns + (n_compute > 0)::BIGINT * into_segment, 0))
-            AS compute,
-        sum(sign * coalesce(gemm_before_ns + (n_gemm > 0)::BIGINT * into_segment, 0)) AS gemm,
-        sum(sign * coalesce(attention_before_ns + (n_attention > 0)::BIGINT * into_segment, 0))
-            AS attention,
-        sum(sign * coalesce(comm_before_ns + (n_comm > 0)::BIGINT * into_segment, 0)) AS comm,
-        sum(sign * coalesce(exposed_comm_before_ns
-            + (n_comm > 0 AND n_compute = 0)::BIGINT * into_segment, 0)) AS exposed_comm,
-        sum(sign * coalesce(memcpy_before_ns + (n_memcpy > 0)::BIGINT * into_segment, 0))
-            AS memcpy,
-        sum(sign * coalesce(exposed_memcpy_before_ns
-            + (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0)::BIGINT * into_segment, 0))
+        coalesce(sum(part_ns) FILTER (n_all > 0), 0) AS busy,
+        coalesce(sum(part_ns) FILTER (n_compute > 0), 0) AS compute,
+        coalesce(sum(part_ns) FILTER (n_gemm > 0), 0) AS gemm,
+        coalesce(sum(part_ns) FILTER (n_attention > 0), 0) AS attention,
+        coalesce(sum(part_ns) FILTER (n_comm > 0), 0) AS comm,
+        coalesce(sum(part_ns) FILTER (n_comm > 0 AND n_compute = 0), 0) AS exposed_comm,
+        coalesce(sum(part_ns) FILTER (n_memcpy > 0), 0) AS memcpy,
+        coalesce(sum(part_ns) FILTER (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0), 0)
             AS exposed_memcpy
-    FROM at_ends
+    FROM clipped
+    WHERE part_ns > 0
     GROUP BY pid, device_id, range_id
 ),
 launched AS (

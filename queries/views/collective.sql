@@ -37,8 +37,9 @@ resolved AS (
             WHEN nccl_label IS NOT NULL THEN 'nccl_collective' ELSE 'kernel' END AS op_source
     FROM named
 ),
-normalised AS (
-    SELECT *,
+ops AS (
+    -- Normalise each distinct text once: a trace has millions of kernels but few names.
+    SELECT op_text,
         CASE
             WHEN regexp_matches(op_text, '(?i)all_?to_?all|deep_ep|dpsk::ep') THEN 'AllToAll'
             WHEN regexp_matches(op_text, '(?i)all_?gather') THEN 'AllGather'
@@ -50,7 +51,10 @@ normalised AS (
             WHEN regexp_matches(op_text, '(?i)reduce') THEN 'Reduce'
             ELSE 'Generic'
         END AS op
-    FROM resolved
+    FROM (SELECT DISTINCT op_text FROM resolved)
+),
+normalised AS (
+    SELECT r.*, o.op FROM resolved AS r JOIN ops AS o ON o.op_text = r.op_text
 )
 SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.op, x.op_source,
     coalesce(x.nccl_bytes, o.bytes) AS message_bytes,

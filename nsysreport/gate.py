@@ -1,0 +1,783 @@
+"""CI gates: judge a report's metrics against budgets and a baseline, and write the verdicts."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import statistics
+import tomllib
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsysreport.errors import OptionError, TraceError
+from nsysreport.model import JSON_SCHEMA_VERSION as REPORT_SCHEMA_VERSION
+from nsysreport.sections.layers import OUTSIDE
+from nsysreport.units import fmt_ns, fmt_pct
+
+if TYPE_CHECKING:
+    from nsysreport.patterns import Patterns
+
+Report = Mapping[str, Any]  # the JSON dict of model.as_json, or a `report --json` file read back
+KINDS = ("max", "min", "max-regression")
+BUDGET_KEYS = ("baseline", "min-steps", *KINDS)
+JSON_SCHEMA_VERSION = 1  # of the gate's own --json file
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Step-to-step range of a metric: the lowest and highest of `samples` values."""
+
+    low: float
+    high: float
+    samples: int
+    over: str  # what was sampled: "steps of rank 3", "GPU-steps"
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    value: float | None  # None: the trace has nothing to measure (the note says why)
+    spread: Spread | None = None
+    note: str = ""  # which GPU, layer or steps the value comes from
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    name: str
+    unit: str  # "pct" or "ns"
+    higher_is_worse: bool
+    aggregation: str  # one line for --help, the README and the error listing metrics
+    compute: Callable[[Report, str | None], Measure]  # (report JSON, [selector]) -> measure
+    selector: bool = False  # takes `name[ARG]`
+
+
+@dataclass(frozen=True, slots=True)
+class CheckSpec:
+    kind: str  # one of KINDS
+    metric: str  # as written, with any [selector]
+    limit: float
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    checks: tuple[CheckSpec, ...] = ()
+    baseline: Path | None = None
+    min_steps: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    check: str  # "max exposed_comm_pct"
+    metric: str
+    kind: str  # one of KINDS, or "min-steps"
+    unit: str  # "pct", "ns" or "count"
+    higher_is_worse: bool
+    limit: float
+    measured: float | None
+    baseline: float | None
+    change_pct: float | None  # (measured - baseline) / baseline * 100
+    spread: Spread | None
+    baseline_spread: Spread | None
+    verdict: str  # "pass", "fail" or "skip" (nothing to measure)
+    note: str
+    aggregation: str  # the metric's documented aggregation
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict != "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    trace: str
+    baseline: str | None
+    checks: tuple[CheckResult, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def failed(self) -> int:
+        return sum(not c.passed for c in self.checks)
+
+    @property
+    def skipped(self) -> int:
+        return sum(c.verdict == "skip" for c in self.checks)
+
+
+# --- metrics -----------------------------------------------------------------------------------
+
+
+def _key(row: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    return row["file"], row["pid"], row["device_id"]
+
+
+def _per_gpu_share(
+    field: str, worst: Callable[[Iterable[float]], float]
+) -> Callable[[Report, str | None], Measure]:
+    """A breakdown part as % of time: median over each GPU's steps (or its span), worst GPU."""
+
+    def compute(report: Report, _: str | None) -> Measure:
+        by_gpu: dict[tuple[Any, Any, Any], tuple[int, list[float]]] = {}
+        for s in report["steps"]:
+            if s["step_time_ns"] > 0:
+                share = 100.0 * s[field] / s["step_time_ns"]
+                by_gpu.setdefault(_key(s), (s["rank"], []))[1].append(share)
+        if by_gpu:
+            medians = {k: statistics.median(v) for k, (_, v) in by_gpu.items()}
+            k = _pick(medians, worst)
+            rank, values = by_gpu[k]
+            spread = Spread(min(values), max(values), len(values), f"steps of rank {rank}")
+            return Measure(medians[k], spread, f"rank {rank}, median of {len(values)} steps")
+        shares = {_key(g): 100.0 * g[field] / g["span_ns"] for g in report["gpus"] if g["span_ns"]}
+        if not shares:
+            return Measure(None, note="no GPU activity")
+        k = _pick(shares, worst)
+        return Measure(shares[k], None, f"{_rank(report, k)}, whole trace (no steps)")
+
+    return compute
+
+
+def _per_gpu_value(
+    value: Callable[[Mapping[str, Any]], float | None],
+    worst: Callable[[Iterable[float]], float],
+    missing: str,
+) -> Callable[[Report, str | None], Measure]:
+    """A whole-trace per-GPU value, worst GPU; GPUs where it is None are left out."""
+
+    def compute(report: Report, _: str | None) -> Measure:
+        values = {_key(g): v for g in report["gpus"] if (v := value(g)) is not None}
+        if not values:
+            return Measure(None, note=missing)
+        k = _pick(values, worst)
+        return Measure(values[k], None, f"{_rank(report, k)}, whole trace")
+
+    return compute
+
+
+def _pick(values: Mapping[tuple[Any, Any, Any], float], worst: Callable[..., float]) -> Any:
+    """The key of the worst value; the first GPU (in report order) among equals."""
+    target = worst(values.values())
+    return next(k for k, v in values.items() if v == target)
+
+
+def _rank(report: Report, key: tuple[Any, Any, Any]) -> str:
+    rank = next(g["rank"] for g in report["gpus"] if _key(g) == key)
+    return f"rank {rank}"
+
+
+def _step_time(report: Report, _: str | None) -> Measure:
+    times = [s["step_time_ns"] for s in report["steps"]]
+    if times:
+        gpus = len({_key(s) for s in report["steps"]})
+        spread = Spread(min(times), max(times), len(times), "GPU-steps")
+        note = f"median of {len(times)} steps on {gpus} GPU{'s' * (gpus != 1)}"
+        return Measure(statistics.median(times), spread, note)
+    spans = [g["span_ns"] for g in report["gpus"]]
+    if not spans:
+        return Measure(None, note="no GPU activity")
+    return Measure(statistics.median(spans), None, "no steps matched: median GPU span instead")
+
+
+def _straggler_wait(report: Report, _: str | None) -> Measure:
+    spans = {_key(g): g["span_ns"] for g in report["gpus"]}
+    waits = {
+        _key(s): 100.0 * s["wait_ns"] / spans[_key(s)]
+        for s in report["stragglers"]["gpus"]
+        if spans.get(_key(s))
+    }
+    if not waits:
+        return Measure(0.0, None, "no collectives matched across GPUs")
+    k = _pick(waits, max)
+    return Measure(waits[k], None, f"{_rank(report, k)}, whole trace")
+
+
+def _layer_exposed_comm(report: Report, layer: str | None) -> Measure:
+    by_layer: dict[str, list[int]] = {}
+    for row in report["layers"]:
+        if row["layer"] != OUTSIDE:
+            by_layer.setdefault(row["layer"], []).append(row["exposed_comm_ns"])
+    means = {name: statistics.fmean(v) for name, v in by_layer.items()}
+    if layer is not None:
+        if layer not in means:
+            known = ", ".join(means) or "none (no NVTX range matched the layer pattern)"
+            raise OptionError(f"no layer named {layer!r}; its layers: {known}")
+        name = layer
+    elif not means:
+        return Measure(None, note="no NVTX range matched the layer pattern")
+    else:
+        name = max(means, key=means.__getitem__)  # the first in report order among equals
+    gpus = len(by_layer[name])
+    return Measure(means[name], None, f"{name}, mean of {gpus} GPU{'s' * (gpus != 1)}")
+
+
+def _gap_p99(report: Report, _: str | None) -> Measure:
+    if not report["gpus"]:
+        return Measure(None, note="no GPU activity")
+    if all(g["gaps"]["p99_ns"] is None for g in report["gpus"]):
+        return Measure(0.0, None, "no GPU has a gap")
+    return _per_gpu_value(lambda g: g["gaps"]["p99_ns"], max, "")(report, None)
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "exposed_comm_pct",
+            "pct",
+            True,
+            "worst GPU's exposed_comm_ns as % of time; median over its steps if any, else of span",
+            _per_gpu_share("exposed_comm_ns", max),
+        ),
+        Metric(
+            "exposed_memcpy_pct",
+            "pct",
+            True,
+            "worst GPU's exposed_memcpy_ns as % of time; median over steps if any, else of span",
+            _per_gpu_share("exposed_memcpy_ns", max),
+        ),
+        Metric(
+            "idle_pct",
+            "pct",
+            True,
+            "worst GPU's idle_ns as % of time; median over its steps if any, else of span",
+            _per_gpu_share("idle_ns", max),
+        ),
+        Metric(
+            "compute_pct",
+            "pct",
+            False,
+            "least GPU's compute_ns as % of time; median over its steps if any, else of span",
+            _per_gpu_share("compute_ns", min),
+        ),
+        Metric(
+            "overlap_pct",
+            "pct",
+            False,
+            "least overlap_pct of the GPUs that communicate (whole trace); skipped if none do",
+            _per_gpu_value(lambda g: g["overlap_pct"], min, "no GPU has communication"),
+        ),
+        Metric(
+            "step_time_ns",
+            "ns",
+            True,
+            "median step_time_ns over all steps of all GPUs; without steps the median GPU span",
+            _step_time,
+        ),
+        Metric(
+            "gap_p99_ns",
+            "ns",
+            True,
+            "largest gaps.p99_ns of any GPU (whole trace); 0 when no GPU has a gap",
+            _gap_p99,
+        ),
+        Metric(
+            "straggler_wait_pct",
+            "pct",
+            True,
+            "largest stragglers wait_ns of any GPU as % of its span_ns (whole trace)",
+            _straggler_wait,
+        ),
+        Metric(
+            "layer_exposed_comm_ns",
+            "ns",
+            True,
+            "exposed_comm_ns of the worst layer, mean over GPUs, all occurrences; "
+            "layer_exposed_comm_ns[NAME] gates one layer",
+            _layer_exposed_comm,
+            selector=True,
+        ),
+        Metric(
+            "exposed_comm_ns",
+            "ns",
+            True,
+            "largest exposed_comm_ns of any GPU (whole trace)",
+            _per_gpu_value(lambda g: g["exposed_comm_ns"], max, "no GPU activity"),
+        ),
+        Metric(
+            "idle_ns",
+            "ns",
+            True,
+            "largest idle_ns of any GPU (whole trace)",
+            _per_gpu_value(lambda g: g["idle_ns"], max, "no GPU activity"),
+        ),
+    )
+}
+
+
+def metric_of(name: str) -> tuple[Metric, str | None]:
+    """The metric `name` refers to, and its [selector] if it has one."""
+    match = re.fullmatch(r"(\w+)(?:\[(.+)\])?", name.strip())
+    metric = METRICS.get(match.group(1)) if match else None
+    if match is None or metric is None:
+        valid = ", ".join(METRICS) + ", layer_exposed_comm_ns[LAYER]"
+        raise OptionError(f"unknown metric {name!r}; valid metrics: {valid}")
+    if match.group(2) is not None and not metric.selector:
+        raise OptionError(f"metric {metric.name!r} takes no [selector]")
+    return metric, match.group(2)
+
+
+# --- budgets -----------------------------------------------------------------------------------
+
+
+def parse_check(kind: str, item: str) -> CheckSpec:
+    """A check from `--max METRIC=VALUE` (or --min, --max-regression)."""
+    name, sep, value = item.rpartition("=")
+    if not sep or not name:
+        raise OptionError(f"--{kind} {item!r}: expected METRIC=VALUE")
+    try:
+        metric_of(name)
+        limit = float(value)
+    except OptionError as exc:
+        raise OptionError(f"--{kind} {item!r}: {exc}") from None
+    except ValueError:
+        raise OptionError(f"--{kind} {item!r}: VALUE must be a number") from None
+    if not math.isfinite(limit):
+        raise OptionError(f"--{kind} {item!r}: VALUE must be a finite number")
+    return CheckSpec(kind, name.strip(), limit)
+
+
+def load_budget(path: Path) -> Budget:
+    """Read a budget file, or the [tool.nsysreport.gate] table of a pyproject.toml."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise OptionError(f"{path}: cannot read the budget ({exc.strerror})") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise OptionError(f"{path}: not valid TOML ({exc})") from None
+    if path.name != "pyproject.toml":
+        return _budget_from(data, path, "the top level")
+    table = _gate_table(data)
+    if table is None:
+        raise OptionError(f"{path}: has no [tool.nsysreport.gate] table")
+    return _budget_from(table, path, "[tool.nsysreport.gate]")
+
+
+def find_budget(folder: Path) -> Budget | None:
+    """The budget in `folder`/pyproject.toml's [tool.nsysreport.gate], if it has one."""
+    path = folder / "pyproject.toml"
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise OptionError(f"{path}: not readable as TOML ({exc})") from None
+    table = _gate_table(data)
+    return None if table is None else _budget_from(table, path, "[tool.nsysreport.gate]")
+
+
+def _gate_table(data: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    table: Any = data
+    for key in ("tool", "nsysreport", "gate"):
+        table = table.get(key) if isinstance(table, Mapping) else None
+    return table if isinstance(table, Mapping) else None
+
+
+def _budget_from(table: Mapping[str, Any], path: Path, where: str) -> Budget:
+    checks = []
+    baseline = min_steps = None
+    for key, value in table.items():
+        if key not in BUDGET_KEYS:
+            expected = ", ".join(BUDGET_KEYS)
+            raise OptionError(f"{path}: unknown key {key!r} in {where}; expected {expected}")
+        if key == "baseline":
+            if not isinstance(value, str):
+                raise OptionError(f"{path}: 'baseline' must be a path string")
+            baseline = path.parent / value  # relative to the budget file, not the shell
+        elif key == "min-steps":
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise OptionError(f"{path}: 'min-steps' must be a whole number ≥ 0")
+            min_steps = value
+        else:
+            if not isinstance(value, Mapping):
+                raise OptionError(f"{path}: [{key}] must be a table of METRIC = VALUE")
+            for name, limit in value.items():
+                try:
+                    metric_of(name)
+                except OptionError as exc:
+                    raise OptionError(f"{path}: [{key}] {exc}") from None
+                if not isinstance(limit, int | float) or isinstance(limit, bool):
+                    raise OptionError(f"{path}: [{key}] {name!r} must be a number")
+                checks.append(CheckSpec(key, name, float(limit)))
+    return Budget(tuple(checks), baseline, min_steps)
+
+
+def merge(base: Budget | None, override: Budget) -> Budget:
+    """`override` (the command line) wins over `base` (a file) check by check; the last of
+    two checks of one metric and kind wins."""
+    base = base or Budget()
+    checks = {(c.kind, c.metric): c for c in (*base.checks, *override.checks)}
+    return Budget(
+        tuple(checks.values()),
+        override.baseline or base.baseline,
+        override.min_steps if override.min_steps is not None else base.min_steps,
+    )
+
+
+# --- loading and judging -----------------------------------------------------------------------
+
+
+def load_report(path: Path, patterns: Patterns | None = None) -> Report:
+    """The report JSON of a trace (.sqlite, analysed now) or of a `report --json` file."""
+    if path.suffix.lower() != ".json":
+        from nsysreport.load import open_trace
+        from nsysreport.model import as_json, build_report
+
+        return as_json(build_report(open_trace(path, patterns=patterns), path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict) or data.get("schema_version") != REPORT_SCHEMA_VERSION:
+        raise TraceError(
+            f"{path}: not a report of JSON schema_version {REPORT_SCHEMA_VERSION}; "
+            "write one with: nsysreport report TRACE --json FILE"
+        )
+    try:  # every metric once, so that a hand-edited or truncated file fails here, in one line
+        for metric in METRICS.values():
+            metric.compute(data, None)
+    except (KeyError, TypeError, AttributeError, ValueError, ZeroDivisionError) as exc:
+        raise TraceError(
+            f"{path}: not a complete `nsysreport report --json` file ({type(exc).__name__}: {exc})"
+        ) from None
+    return data
+
+
+def evaluate(
+    report: Report,
+    trace: str,
+    budget: Budget,
+    baseline: Report | None = None,
+    baseline_name: str | None = None,
+) -> GateResult:
+    """Judge `report` against every check of `budget`; equal to a limit passes."""
+    results: list[CheckResult] = []
+    if budget.min_steps is not None:
+        results.append(_min_steps(report, budget.min_steps, "min-steps"))
+        if baseline is not None:
+            results.append(_min_steps(baseline, budget.min_steps, "min-steps baseline"))
+    for spec in budget.checks:
+        metric, selector = metric_of(spec.metric)
+        now = _measure(metric, selector, report, trace)
+        base = None
+        if spec.kind == "max-regression":
+            if baseline is None:
+                raise OptionError(f"--max-regression {spec.metric}: needs a baseline")
+            base = _measure(metric, selector, baseline, baseline_name)
+        results.append(_judge(spec, metric, now, base))
+    return GateResult(trace, baseline_name, tuple(results))
+
+
+def _measure(metric: Metric, selector: str | None, report: Report, source: str | None) -> Measure:
+    try:
+        return metric.compute(report, selector)
+    except OptionError as exc:
+        raise OptionError(f"{source}: {exc}") from None
+
+
+def _min_steps(report: Report, needed: int, check: str) -> CheckResult:
+    per_gpu: dict[tuple[Any, Any, Any], int] = {}
+    for s in report["steps"]:
+        per_gpu[_key(s)] = per_gpu.get(_key(s), 0) + 1
+    steps = min(per_gpu.values(), default=0)
+    ok = steps >= needed
+    note = "fewest steps on any GPU" if ok else f"not enough steps to judge ({steps} < {needed})"
+    return CheckResult(
+        check=check,
+        metric="steps",
+        kind="min-steps",
+        unit="count",
+        higher_is_worse=False,
+        limit=needed,
+        measured=steps,
+        baseline=None,
+        change_pct=None,
+        spread=None,
+        baseline_spread=None,
+        verdict=_verdict(ok),
+        note=note,
+        aggregation="number of steps on the GPU with the fewest",
+    )
+
+
+def _judge(spec: CheckSpec, metric: Metric, now: Measure, base: Measure | None) -> CheckResult:
+    measured, note = now.value, now.note
+    base_value = base.value if base else None
+    change = None
+    if measured is not None and base_value is not None:
+        if base_value:
+            change = 100.0 * (measured - base_value) / base_value
+        elif measured == base_value:
+            change = 0.0
+        else:
+            change = math.inf if measured > 0 else -math.inf
+    if measured is None:
+        verdict = "skip"
+    elif spec.kind == "max":
+        verdict = _verdict(measured <= spec.limit or _equal(measured, spec.limit))
+    elif spec.kind == "min":
+        verdict = _verdict(measured >= spec.limit or _equal(measured, spec.limit))
+    elif base is None or change is None:
+        verdict, note = "skip", f"baseline: {base.note if base else 'none'}"
+    else:
+        # The regression is the rise of a higher-is-worse metric, the drop of the others.
+        regression = change if metric.higher_is_worse else -change
+        verdict = _verdict(regression <= spec.limit or _equal(regression, spec.limit))
+        if math.isinf(change):
+            note += "; baseline is 0"
+        elif (
+            verdict == "fail"
+            and now.spread
+            and base_value is not None
+            and now.spread.low <= base_value <= now.spread.high
+        ):
+            note += "; baseline median is within this run's step range (may be noise)"
+    return CheckResult(
+        f"{spec.kind} {spec.metric}",
+        spec.metric,
+        spec.kind,
+        metric.unit,
+        metric.higher_is_worse,
+        spec.limit,
+        measured,
+        base_value,
+        change,
+        now.spread,
+        base.spread if base else None,
+        verdict,
+        note,
+        metric.aggregation,
+    )
+
+
+def _equal(a: float, b: float) -> bool:
+    # A limit copied from a printed value must not fail on float rounding of a ratio.
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _verdict(ok: bool) -> str:
+    return "pass" if ok else "fail"
+
+
+# --- outputs -----------------------------------------------------------------------------------
+
+
+def fmt_value(value: float | None, unit: str) -> str:
+    if unit == "pct":
+        return fmt_pct(value)
+    if unit == "ns":
+        return fmt_ns(value)
+    return "–" if value is None else f"{value:,.0f}"
+
+
+def fmt_limit(c: CheckResult) -> str:
+    if c.kind == "max-regression":
+        return f"≤ +{c.limit:g}%" if c.higher_is_worse else f"≥ -{c.limit:g}%"
+    return ("≤ " if c.kind == "max" else "≥ ") + _close_pair(c.limit, c.measured, c.unit)[0]
+
+
+def fmt_measured(c: CheckResult) -> str:
+    text = _close_pair(c.measured, c.limit, c.unit)[0] if c.kind in ("max", "min") else ""
+    text = text or fmt_value(c.measured, c.unit)
+    if c.change_pct is not None:
+        text += f" ({_fmt_change(c)})"
+    return text
+
+
+def _fmt_change(c: CheckResult) -> str:
+    """The signed change, with as many decimals as it takes to differ from a different limit."""
+    assert c.change_pct is not None
+    if math.isinf(c.change_pct):
+        return "+∞" if c.change_pct > 0 else "-∞"
+    limit = c.limit if c.higher_is_worse else -c.limit
+    digits = max(1, len(f"{c.limit:g}".partition(".")[2]))  # at least the limit's precision
+    while (
+        digits < 9
+        and c.change_pct != limit
+        and f"{c.change_pct:.{digits}f}" == f"{limit:.{digits}f}"
+    ):
+        digits += 1
+    return f"{c.change_pct:+.{digits}f}%"
+
+
+def fmt_spread(spread: Spread | None, unit: str) -> str:
+    if spread is None:
+        return ""
+    return f"{fmt_value(spread.low, unit)} – {fmt_value(spread.high, unit)}"
+
+
+def _close_pair(a: float | None, b: float | None, unit: str) -> tuple[str, str]:
+    """`a` formatted, with more digits when it would print the same as a different `b`."""
+    if a is None or b is None or a == b or fmt_value(a, unit) != fmt_value(b, unit):
+        return fmt_value(a, unit), fmt_value(b, unit)
+    suffix = "%" if unit == "pct" else " ns" if unit == "ns" else ""
+    for digits in range(0 if unit == "ns" else 2, 10):
+        x, y = f"{a:,.{digits}f}", f"{b:,.{digits}f}"
+        if x != y:
+            return x + suffix, y + suffix
+    return f"{a!r}{suffix}", f"{b!r}{suffix}"
+
+
+def summary_line(result: GateResult) -> str:
+    n = len(result.checks)
+    text = f"{n} check{'s' * (n != 1)}, {result.failed} failed"
+    return text + (f", {result.skipped} skipped" if result.skipped else "")
+
+
+def print_table(result: GateResult) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 160  # CI logs are wide; rich would assume 80 columns and wrap every row
+    console.print(Text(f"nsysreport gate: {result.trace}"), soft_wrap=True)
+    if result.baseline:
+        console.print(Text(f"baseline: {result.baseline}"), soft_wrap=True)
+    table = Table(box=box.SIMPLE_HEAD, header_style="bold", pad_edge=False)
+    regressions = any(c.kind == "max-regression" for c in result.checks)
+    # The verdict comes first so that a narrow terminal, which squeezes the columns, never
+    # hides it; long values fold rather than end in an ellipsis.
+    headings = ["verdict", "check", "limit", "measured", "baseline", "spread", "note"]
+    if not regressions:
+        headings.remove("baseline")
+    for heading in headings:
+        table.add_column(
+            heading,
+            justify="right" if heading in ("limit", "measured") else "left",
+            no_wrap=heading == "verdict",
+            overflow="fold",
+        )
+    styles = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+    for c in result.checks:
+        row = [Text(c.verdict.upper(), style=styles[c.verdict])]
+        cells = [c.check, fmt_limit(c), fmt_measured(c)]
+        if regressions:
+            cells.append(fmt_value(c.baseline, c.unit) if c.baseline is not None else "")
+        cells += [_spreads(c, "\n"), c.note]
+        table.add_row(*row, *(Text(cell) for cell in cells))
+    console.print(table)
+    console.print(Text(summary_line(result)))
+
+
+def _spreads(c: CheckResult, sep: str) -> str:
+    text = fmt_spread(c.spread, c.unit)
+    if c.baseline_spread is not None:
+        text += f"{sep}base {fmt_spread(c.baseline_spread, c.unit)}"
+    return text
+
+
+def to_json(result: GateResult) -> dict[str, Any]:
+    def spread(s: Spread | None) -> dict[str, Any] | None:
+        return (
+            None
+            if s is None
+            else {"min": s.low, "max": s.high, "samples": s.samples, "over": s.over}
+        )
+
+    def change(c: CheckResult) -> float | None:
+        return (
+            None if c.change_pct is None or math.isinf(c.change_pct) else c.change_pct
+        )  # JSON has no inf
+
+    return {
+        "schema_version": JSON_SCHEMA_VERSION,
+        "trace": result.trace,
+        "baseline_trace": result.baseline,
+        "passed": result.passed,
+        "checks": [
+            {
+                "check": c.check,
+                "metric": c.metric,
+                "kind": c.kind,
+                "unit": c.unit,
+                "limit": c.limit,
+                "measured": c.measured,
+                "baseline": c.baseline,
+                "change_pct": change(c),
+                "spread": spread(c.spread),
+                "baseline_spread": spread(c.baseline_spread),
+                "passed": c.passed,
+                "verdict": c.verdict,
+                "note": c.note,
+                "aggregation": c.aggregation,
+            }
+            for c in result.checks
+        ],
+    }
+
+
+def to_junit(result: GateResult) -> str:
+    """JUnit XML: one testsuite, one testcase per check (Jenkins, GitLab and most CI read it)."""
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": "nsysreport gate",
+            "tests": str(len(result.checks)),
+            "failures": str(result.failed),
+            "errors": "0",
+            "skipped": str(result.skipped),
+            "time": "0",
+        },
+    )
+    for c in result.checks:
+        case = ET.SubElement(
+            suite, "testcase", {"classname": "nsysreport.gate", "name": c.check, "time": "0"}
+        )
+        detail = _detail(c)
+        if c.verdict == "fail":
+            message = f"measured {fmt_measured(c)}, limit {fmt_limit(c)}"
+            failure = ET.SubElement(case, "failure", {"message": message, "type": c.kind})
+            failure.text = detail
+        elif c.verdict == "skip":
+            ET.SubElement(case, "skipped", {"message": c.note})
+        ET.SubElement(case, "system-out").text = detail
+    ET.indent(suite)
+    return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _detail(c: CheckResult) -> str:
+    parts = [f"{c.check}: {c.verdict.upper()}", f"limit {fmt_limit(c)}"]
+    parts.append(f"measured {fmt_measured(c)}")
+    if c.baseline is not None:
+        parts.append(f"baseline {fmt_value(c.baseline, c.unit)}")
+    if spread := _spreads(c, "; "):
+        parts.append(f"spread {spread}")
+    if c.note:
+        parts.append(c.note)
+    return "; ".join(parts)
+
+
+def to_markdown(result: GateResult) -> str:
+    """A GitHub-flavoured table for a pull-request comment or a CI step summary."""
+    icons = {"pass": "✅ PASS", "fail": "❌ FAIL", "skip": "⚠️ SKIP"}
+    head = "✅" if result.passed else "❌"
+    lines = [f"### {head} nsysreport gate: {summary_line(result)}", ""]
+    lines.append(
+        f"Trace: `{result.trace}`" + (f", baseline: `{result.baseline}`" * bool(result.baseline))
+    )
+    lines.append("")
+    regressions = any(c.kind == "max-regression" for c in result.checks)
+    cols = ["verdict", "check", "limit", "measured", "baseline", "spread", "note"]
+    if not regressions:
+        cols.remove("baseline")
+    lines.append("| " + " | ".join(cols) + " |")
+    lines.append(
+        "| " + " | ".join("---:" if c in ("limit", "measured") else "---" for c in cols) + " |"
+    )
+    for c in result.checks:
+        cells = [icons[c.verdict], f"`{c.check}`", fmt_limit(c), fmt_measured(c)]
+        if regressions:
+            cells.append(fmt_value(c.baseline, c.unit) if c.baseline is not None else "")
+        cells += [_spreads(c, "<br>"), c.note]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
