@@ -208,6 +208,7 @@ def gate(
       idle_ns                worst GPU's idle_ns
     """
     from nsysreport import gate as g
+    from nsysreport import gate_output as out
     from nsysreport.patterns import parse_patterns
 
     def write(path: Path, text: str) -> None:
@@ -229,11 +230,11 @@ def gate(
         base_name = None if plan.baseline is None else str(plan.baseline)
         result = g.evaluate(report, str(trace), plan, base, base_name)
         if junit is not None:
-            write(junit, g.to_junit(result))
+            write(junit, out.to_junit(result))
         if markdown is not None:
-            write(markdown, g.to_markdown(result))
+            write(markdown, out.to_markdown(result))
         if json_path is not None:
-            write(json_path, json.dumps(g.to_json(result), indent=2) + "\n")
+            write(json_path, json.dumps(out.to_json(result), indent=2) + "\n")
         return result
 
     try:
@@ -242,7 +243,7 @@ def gate(
         # The issue's contract for gate: usage *and* input errors (a bad trace) exit 2, so a
         # CI job can tell "the gate failed" (1) from "the gate could not run" (2).
         raise typer.Exit(2) from exc
-    g.print_table(result)
+    out.print_table(result)
     raise typer.Exit(0 if result.passed else 1)
 
 
