@@ -27,13 +27,14 @@ app = typer.Typer(
         "Example: nsysreport trace.sqlite  (writes trace.report.html beside the trace)"
     ),
 )
-SUBCOMMANDS = ("report", "queries", "query", "compare", "gate")
+SUBCOMMANDS = ("report", "queries", "query", "compare", "cache", "gate")
 STEP_HELP = "Regex for step NVTX ranges (default: ProfilerStep#N, step N, iteration N)."
 LAYER_HELP = "Regex for layer NVTX ranges; the matched text names the layer, e.g. 'layers\\.\\d+'."
 CLASS_HELP = (
     "CLASS=REGEX: kernels whose name matches go in comm, attention, gemm or other "
     "(repeatable; checked before the built-in patterns)."
 )
+NO_CACHE_HELP = "Load the trace afresh, without reading or writing the cache."
 BYTES_HELP = (
     "OP=BYTES: message size of a collective op the trace does not record, for bandwidth "
     "(repeatable), e.g. AllReduce=16777216."
@@ -102,6 +103,7 @@ def report(
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
     comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Write an HTML report of where each GPU's time goes, and print a summary.
@@ -117,7 +119,9 @@ def report(
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
         with _progress(quiet) as progress:
             progress("checking the trace")
-            con = open_trace(trace, lambda table: progress(f"loading {table}"), patterns)
+            con = open_trace(
+                trace, lambda table: progress(f"loading {table}"), patterns, cache=not no_cache
+            )
             progress("analysing")
             model = build_report(con, trace, top=top)
             progress("rendering")
@@ -183,6 +187,7 @@ def gate(
     step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
     """Check a trace against budgets: exit 0 if every check passes, 1 if any fails, 2 on bad input.
 
@@ -225,8 +230,9 @@ def gate(
         if plan.baseline is None and any(c.kind == "max-regression" for c in plan.checks):
             raise OptionError("--max-regression needs --baseline (or baseline = in the budget)")
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], [])
-        base = None if plan.baseline is None else g.load_report(plan.baseline, patterns)
-        report = g.load_report(trace, patterns)
+        cache = not no_cache
+        base = None if plan.baseline is None else g.load_report(plan.baseline, patterns, cache)
+        report = g.load_report(trace, patterns, cache)
         base_name = None if plan.baseline is None else str(plan.baseline)
         result = g.evaluate(report, str(trace), plan, base, base_name)
         if junit is not None:
@@ -270,6 +276,7 @@ def query(
         list[str] | None,
         typer.Option("--param", "-p", help="Query parameter NAME=VALUE (repeatable)."),
     ] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
     """Run one SQL analysis on a trace and print its rows.
 
@@ -281,7 +288,7 @@ def query(
     def work() -> None:
         params = _parse_params(param or [])
         find_query(name)  # an unknown name fails before the trace is loaded
-        frame = run_query(open_trace(trace), name, params)
+        frame = run_query(open_trace(trace, cache=not no_cache), name, params)
         if csv:
             sys.stdout.write(frame.write_csv())
         else:
@@ -316,6 +323,7 @@ def compare_command(
     step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
     """Compare parallel configurations: speedup, scaling efficiency and where it went.
 
@@ -329,7 +337,8 @@ def compare_command(
         patterns = parse_patterns(step_pattern, layer_pattern, [], [])
         with _progress(quiet) as progress:
             progress("loading the configurations")
-            comparison = compare(load_inputs(inputs, patterns), baseline, tokens_per_step)
+            configs = load_inputs(inputs, patterns, cache=not no_cache)
+            comparison = compare(configs, baseline, tokens_per_step)
             html = render_compare_html(comparison, _generated_at())
         written = _write_outputs(html, output, pdf)
         if json_path is not None:
@@ -345,6 +354,35 @@ def compare_command(
             print_comparison(comparison, written)
 
     _run(work)
+
+
+cache_app = typer.Typer(
+    help="The cache of loaded traces (in $XDG_CACHE_HOME/nsysreport, else ~/.cache/nsysreport).",
+    no_args_is_help=True,
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("clear")
+def cache_clear() -> None:
+    """Delete every cached trace.
+
+    Example: nsysreport cache clear
+    """
+    from nsysreport.cache import cache_dir, clear
+
+    typer.echo(f"Removed {clear()} cache file(s) from {cache_dir()}")
+
+
+@cache_app.command("dir")
+def cache_where() -> None:
+    """Print the cache folder.
+
+    Example: du -sh "$(nsysreport cache dir)"
+    """
+    from nsysreport.cache import cache_dir
+
+    typer.echo(str(cache_dir()))
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:

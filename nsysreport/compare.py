@@ -46,7 +46,9 @@ class Comparison:
     notes: tuple[str, ...]  # what could not be compared fairly, and why
 
 
-def load_inputs(specs: Sequence[str], patterns: Patterns) -> list[tuple[str, dict[str, Any]]]:
+def load_inputs(
+    specs: Sequence[str], patterns: Patterns, cache: bool = False
+) -> list[tuple[str, dict[str, Any]]]:
     """`[label=]path` -> (label, report JSON); a .json is a saved report, anything else a trace."""
     loaded = []
     for spec in specs:
@@ -57,7 +59,8 @@ def load_inputs(specs: Sequence[str], patterns: Patterns) -> list[tuple[str, dic
         from nsysreport.load import open_trace
         from nsysreport.model import as_json, build_report
 
-        loaded.append((label, as_json(build_report(open_trace(path, patterns=patterns), path))))
+        con = open_trace(path, patterns=patterns, cache=cache)
+        loaded.append((label, as_json(build_report(con, path))))
     labels = _short_labels([label for label, _ in loaded], specs)
     loaded = [(label, data) for label, (_, data) in zip(labels, loaded, strict=True)]
     if len(set(labels)) != len(labels):

@@ -419,13 +419,13 @@ def merge(base: Budget | None, override: Budget) -> Budget:
 # --- loading and judging -----------------------------------------------------------------------
 
 
-def load_report(path: Path, patterns: Patterns | None = None) -> Report:
+def load_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:
     """The report JSON of a trace (.sqlite, analysed now) or of a `report --json` file."""
     if path.suffix.lower() != ".json":
         from nsysreport.load import open_trace
         from nsysreport.model import as_json, build_report
 
-        return as_json(build_report(open_trace(path, patterns=patterns), path))
+        return as_json(build_report(open_trace(path, patterns=patterns, cache=cache), path))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

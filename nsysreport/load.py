@@ -116,25 +116,53 @@ class SourceSchema:
 
 
 def open_trace(
-    path: Path, progress: Progress | None = None, patterns: Patterns | None = None
+    path: Path,
+    progress: Progress | None = None,
+    patterns: Patterns | None = None,
+    cache: bool = False,
 ) -> duckdb.DuckDBPyConnection:
-    """Check `path`, load its GPU-timeline tables into an in-memory DuckDB and create the views."""
-    from nsysreport.queries import create_views
+    """Check `path` and load it into DuckDB (raw tables, derived tables and views).
 
+    With `cache`, the loaded database is kept in the user's cache directory and reused while
+    the trace and the options are unchanged; otherwise it lives in memory.
+    """
+    from nsysreport.patterns import Patterns
+
+    patterns = patterns or Patterns()
+    if cache:
+        from nsysreport.cache import open_cached
+
+        return open_cached(path, patterns, progress)
     schema = inspect_trace(path)
     con = connect()
-    copy_tables(con, path, schema, progress)
-    create_views(con, patterns)
+    load_into(con, path, schema, progress, patterns)
     return con
 
 
-def connect() -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB that can never try to download an extension (clusters are offline)."""
+def load_into(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    schema: SourceSchema,
+    progress: Progress | None,
+    patterns: Patterns,
+) -> None:
+    """Copy the raw tables of `path` into `con`, then create the derived tables and views."""
+    from nsysreport.queries import create_views
+
+    copy_tables(con, path, schema, progress)
+    if progress:
+        progress("deriving timelines")
+    create_views(con, patterns)
+
+
+def connect(database: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB (in memory, or a cache file) that can never try to download an extension."""
     import duckdb
 
     spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
     con = duckdb.connect(
-        ":memory:",
+        str(database) if database else ":memory:",
+        read_only=read_only,
         config={
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,

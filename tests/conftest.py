@@ -15,6 +15,16 @@ SHARED_TRACES = REPO.parent / "shared" / "traces"
 NSYS_TRACES = SHARED_TRACES / "nsys"
 
 
+@pytest.fixture(autouse=True)
+def isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test gets its own cache folder: nothing is read from or left in ~/.cache."""
+    folder = tmp_path_factory.mktemp("xdg-cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
+    return folder / "nsysreport"
+
+
 def real_trace(name: str) -> Path:
     path = NSYS_TRACES / name
     if not path.is_file():
