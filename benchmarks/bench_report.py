@@ -1,17 +1,20 @@
 """Time each stage of a full report on a large synthetic export with NVTX steps and layers.
 
-Usage: python benchmarks/bench_report.py [--kernels 1000000] [--repeat 3]
+Usage: python benchmarks/bench_report.py [--kernels 1000000 5000000] [--repeat 3] [--stages]
 Makes (once, cached in the temp dir) an 8-GPU export via nsysreport.synth: every GPU runs
 steps of 40 layers; each layer is an NVTX range around 4 GEMM/elementwise kernels and one
 all-reduce on a second stream, so 1M kernels come with about 200k NVTX ranges. Then, in fresh
-processes, it times loading, each derived table (the NVTX projection is `activity_range`), each
-report query, the model, HTML and JSON, and prints medians and peak RSS. Figures, not tests.
+processes and side by side: the sqlite3 floor (a count and sum over the kernel table), the
+report end to end cold (empty cache), warm (cache present) and with --no-cache, with ratios to
+the floor and peak RSS; with --stages, loading, each derived table (the NVTX projection is
+`activity_range`), each query, the model, HTML and JSON. Figures, not tests.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -79,13 +82,18 @@ def make_trace(kernels: int) -> Path:
                 t = max(t, host) + 20_000
             yield ks, rs
 
-    kernels_out: list[Kernel] = []
-    ranges: list[NvtxRange] = []
-    for dev in range(8):
-        for ks, rs in timeline(dev):
-            kernels_out += ks
-            ranges += rs
-    write_trace(Scenario(kernels=kernels_out, nvtx=ranges), path)
+    # Two passes over the same deterministic timeline, so nothing is held in memory at once.
+    def kernels_of() -> Iterator[Kernel]:
+        for dev in range(8):
+            for ks, _ in timeline(dev):
+                yield from ks
+
+    def ranges_of() -> Iterator[NvtxRange]:
+        for dev in range(8):
+            for _, rs in timeline(dev):
+                yield from rs
+
+    write_trace(Scenario(kernels=kernels_of(), nvtx=ranges_of()), path)
     return path
 
 
@@ -139,46 +147,102 @@ print(json.dumps(times))
 """
 
 
+def end_to_end(path: Path, cache_home: Path, *extra: str) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of `nsysreport TRACE --json` in a fresh process."""
+    out = Path(tempfile.gettempdir())
+    cmd = [
+        sys.executable,
+        "-c",
+        RUN,
+        str(path),
+        str(out / "bench.report.html"),
+        str(out / "bench.json"),
+        *extra,
+    ]
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache_home)}
+    result = json.loads(
+        subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    )
+    return result["s"], result["rss_mb"]
+
+
+RUN = """
+import json, resource, sys, time
+t = time.perf_counter()
+from nsysreport.cli import main
+try:
+    main([sys.argv[1], "-o", sys.argv[2], "--json", sys.argv[3], "-q", *sys.argv[4:]])
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print(json.dumps({"s": time.perf_counter() - t,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def floor(path: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run(
+        ["sqlite3", str(path), 'select count(*), sum("end"-start) from CUPTI_ACTIVITY_KIND_KERNEL'],
+        check=True,
+        capture_output=True,
+    )
+    return time.perf_counter() - t
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=1_000_000)
+    parser.add_argument("--kernels", type=int, nargs="+", default=[1_000_000, 5_000_000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--stages", action="store_true", help="also time each stage")
     args = parser.parse_args()
-    t = time.perf_counter()
-    path = make_trace(args.kernels)
-    size = path.stat().st_size / 1e6
-    print(f"trace: {path} ({size:.0f} MB, made/found in {time.perf_counter() - t:.1f} s)")
-    runs = []
-    for _ in range(args.repeat):
-        out = subprocess.run(
-            [sys.executable, "-c", CHILD, str(path)], check=True, capture_output=True, text=True
-        )
-        runs.append(json.loads(out.stdout))
-    wall = []
-    for _ in range(args.repeat):
+    for n in args.kernels:
         t = time.perf_counter()
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "nsysreport",
-                str(path),
-                "-o",
-                str(Path(tempfile.gettempdir()) / "bench.report.html"),
-                "--json",
-                str(Path(tempfile.gettempdir()) / "bench.json"),
-                "-q",
-            ],
-            check=True,
+        path = make_trace(n)
+        size = path.stat().st_size / 1e6
+        print(
+            f"\n{n:,} kernels: {path} ({size:.0f} MB, made/found in "
+            f"{time.perf_counter() - t:.0f} s)"
         )
-        wall.append(time.perf_counter() - t)
-    print(f"kernels {runs[0]['kernels']:,}, NVTX ranges {runs[0]['nvtx_ranges']:,}")
-    for key in runs[0]:
-        if key in ("kernels", "nvtx_ranges", "rss_mb"):
-            continue
-        print(f"  {key:<32} median {statistics.median(r[key] for r in runs):6.2f} s")
-    print(f"  {'peak RSS (stages)':<32} {max(r['rss_mb'] for r in runs):6.0f} MB")
-    print(f"  {'nsysreport TRACE --json, end to end':<32} median {statistics.median(wall):6.2f} s")
+        floors, cold, warm, nocache = [], [], [], []
+        for _ in range(args.repeat):
+            floors.append(floor(path))
+            with tempfile.TemporaryDirectory() as home:
+                cold.append(end_to_end(path, Path(home)))
+                warm.append(end_to_end(path, Path(home)))
+            with tempfile.TemporaryDirectory() as home:
+                nocache.append(end_to_end(path, Path(home), "--no-cache"))
+        base = statistics.median(floors)
+        print(f"  {'sqlite3 floor':<34} median {base:6.2f} s")
+        for label, runs in (
+            ("cold (builds the cache)", cold),
+            ("warm (cache present)", warm),
+            ("--no-cache", nocache),
+        ):
+            s = statistics.median(r[0] for r in runs)
+            rss = max(r[1] for r in runs)
+            print(
+                f"  {label:<34} median {s:6.2f} s  x{s / base:5.1f} floor  peak RSS {rss:5.0f} MB"
+            )
+        if args.stages:
+            stages = [
+                json.loads(
+                    subprocess.run(
+                        [sys.executable, "-c", CHILD, str(path)],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    ).stdout
+                )
+                for _ in range(args.repeat)
+            ]
+            print(
+                f"  stages (in memory; {stages[0]['kernels']:,} kernels, "
+                f"{stages[0]['nvtx_ranges']:,} NVTX ranges):"
+            )
+            for key in stages[0]:
+                if key not in ("kernels", "nvtx_ranges", "rss_mb"):
+                    value = statistics.median(r[key] for r in stages)
+                    print(f"    {key:<32} median {value:6.2f} s")
 
 
 if __name__ == "__main__":
