@@ -103,6 +103,17 @@ def report(
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
     comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
+    timeline_step: Annotated[
+        str | None,
+        typer.Option(help="Step the timeline shows: its NVTX name or number (default: median)."),
+    ] = None,
+    timeline_range: Annotated[
+        str | None,
+        typer.Option(
+            help="Time the timeline shows instead: START:END in ns after the first activity."
+        ),
+    ] = None,
+    paper: Annotated[str, typer.Option(help="PDF paper size: A4 or letter.")] = "A4",
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
@@ -117,17 +128,19 @@ def report(
 
     def work() -> None:
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
+        if paper.lower() not in ("a4", "letter"):
+            raise OptionError(f"--paper {paper!r}: expected A4 or letter")
         with _progress(quiet) as progress:
             progress("checking the trace")
             con = open_trace(
                 trace, lambda table: progress(f"loading {table}"), patterns, cache=not no_cache
             )
             progress("analysing")
-            model = build_report(con, trace, top=top)
+            model = build_report(con, trace, top, timeline_step, _parse_range(timeline_range))
             progress("rendering")
             html = render_html(model, _generated_at())
         out = output or trace.with_name(trace.name.removesuffix(".sqlite") + ".report.html")
-        written = _write_outputs(html, out, pdf)
+        written = _write_outputs(html, out, pdf, paper)
         if json_path is not None:
             text = json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
             if str(json_path) == "-":
@@ -402,19 +415,31 @@ def _generated_at() -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _write_outputs(html: str, out: Path, pdf: bool) -> list[Path]:
+def _write_outputs(html: str, out: Path, pdf: bool, paper: str = "A4") -> list[Path]:
     """Write the HTML (or only a PDF when `out` ends in .pdf), and a PDF beside it on request."""
     from nsysreport.render import write_pdf
 
     if out.suffix.lower() == ".pdf":
-        _write_atomic(out, lambda tmp: write_pdf(html, tmp))
+        _write_atomic(out, lambda tmp: write_pdf(html, tmp, paper))
         return [out]
     _write_atomic(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))
     if not pdf:
         return [out]
     pdf_path = out.with_suffix(".pdf")
-    _write_atomic(pdf_path, lambda tmp: write_pdf(html, tmp))
+    _write_atomic(pdf_path, lambda tmp: write_pdf(html, tmp, paper))
     return [out, pdf_path]
+
+
+def _parse_range(text: str | None) -> tuple[int | None, int | None]:
+    """--timeline-range START:END (ns after the first activity; either side may be empty)."""
+    if text is None:
+        return None, None
+    start, sep, end = text.partition(":")
+    if not sep or not (start or end) or not all(x.isdigit() for x in (start, end) if x):
+        raise OptionError(
+            f"--timeline-range {text!r}: expected START:END in ns, e.g. 2000000:3500000"
+        )
+    return (int(start) if start else None, int(end) if end else None)
 
 
 def _write_atomic(path: Path, write: Callable[[Path], Any]) -> None:

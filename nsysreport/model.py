@@ -18,6 +18,7 @@ from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, build_layers
 from nsysreport.sections.steps import StepReport, StepStats, build_steps
+from nsysreport.sections.timeline import Timeline, build_timeline
 from nsysreport.sections.verdict import Bottleneck, bottleneck
 
 if TYPE_CHECKING:
@@ -49,9 +50,16 @@ class Report:
     stragglers: Stragglers
     top_kernels: tuple[KernelSummary, ...]
     bottleneck: Bottleneck
+    timeline: Timeline | None = None  # one window of every GPU, for the picture
 
 
-def build_report(con: duckdb.DuckDBPyConnection, trace_path: Path, top: int = 10) -> Report:
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    trace_path: Path,
+    top: int = 10,
+    timeline_step: str | None = None,
+    timeline_range: tuple[int | None, int | None] = (None, None),
+) -> Report:
     """Run the report queries on a loaded trace and assemble the model."""
     meta = con.execute(
         "SELECT nsys_version, schema_version, host, duration_ns, simulated FROM trace_meta"
@@ -82,6 +90,7 @@ def build_report(con: duckdb.DuckDBPyConnection, trace_path: Path, top: int = 10
         stragglers=stragglers,
         top_kernels=build_kernels(con, top),
         bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
+        timeline=build_timeline(con, ranks, timeline_step, *timeline_range),
     )
 
 

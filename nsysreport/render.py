@@ -5,15 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsysreport import __version__
-from nsysreport.charts import PART_COLOURS, breakdown_chart, loss_chart, scaling_chart
+from nsysreport import __version__, charts
 from nsysreport.compare import Comparison, summary_sentence
+from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
+from nsysreport.sections.overview import Overview, build_overview
 from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
 
 if TYPE_CHECKING:
     import jinja2
+
+PAPER_SIZES = ("a4", "letter")  # CSS page sizes; any letter case is accepted
 
 
 def environment() -> jinja2.Environment:
@@ -33,14 +36,34 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def pictures(report: Report, overview: Overview) -> dict[str, str]:
+    """The report's pictures as inline SVG, by name; a picture with nothing to show is absent."""
+    svg = {}
+    if report.gpus:
+        svg["breakdown"] = charts.breakdown_chart(report.gpus)
+    if overview.what_if is not None:
+        svg["what_if"] = charts.what_if_chart(overview.what_if.now_ns, overview.what_if.spans_ns)
+    if report.timeline is not None and report.timeline.gpus:
+        svg["timeline"] = charts.timeline_chart(report.timeline)
+    if report.steps:
+        svg["steps"] = charts.step_series_chart(report.steps)
+    if overview.layers is not None:
+        svg["layers"] = charts.layer_chart(overview.layers.layers)
+    if overview.gaps is not None:
+        svg["gaps"] = charts.gap_histogram_chart([g.gaps for g in report.gpus])
+    return svg
+
+
 def render_html(report: Report, generated_at: str) -> str:
     """The report as one HTML document: CSS inlined, charts as inline SVG, no network access."""
+    overview = build_overview(report)
     context: dict[str, Any] = {
         "report": report,
+        "overview": overview,
         "tool_version": report.tool_version,
         "generated_at": generated_at,
-        "part_colours": PART_COLOURS,
-        "breakdown_svg": breakdown_chart(report),
+        "part_colours": charts.PART_COLOURS,
+        "svg": pictures(report, overview),
     }
     return environment().get_template("report.html.j2").render(context)
 
@@ -52,15 +75,20 @@ def render_compare_html(comparison: Comparison, generated_at: str) -> str:
         "summary": summary_sentence(comparison),
         "generated_at": generated_at,
         "tool_version": __version__,
-        "part_colours": PART_COLOURS,
-        "scaling_svg": scaling_chart(comparison),
-        "loss_svg": loss_chart(comparison),
+        "part_colours": charts.PART_COLOURS,
+        "scaling_svg": charts.scaling_chart(comparison),
+        "loss_svg": charts.loss_chart(comparison),
     }
     return environment().get_template("compare.html.j2").render(context)
 
 
-def write_pdf(html: str, path: Path) -> None:
-    """Print the HTML through WeasyPrint with the print rules of report.css."""
+def write_pdf(html: str, path: Path, paper: str = "A4") -> None:
+    """Print the HTML through WeasyPrint with the print rules of report.css, on A4 or Letter."""
     import weasyprint
 
-    weasyprint.HTML(string=html, base_url=str(resource_dir("templates"))).write_pdf(path)
+    if paper.lower() not in PAPER_SIZES:
+        raise OptionError(f"paper size {paper!r}: expected A4 or letter")
+    # report.css leaves the size to the printer (WeasyPrint's default is A4 portrait).
+    size = [weasyprint.CSS(string=f"@page {{ size: {paper.lower()} portrait }}")]
+    document = weasyprint.HTML(string=html, base_url=str(resource_dir("templates")))
+    document.write_pdf(path, stylesheets=size)

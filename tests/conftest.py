@@ -42,3 +42,17 @@ def write_and_open(tmp_path: Path):  # type: ignore[no-untyped-def]
         return open_trace(path)
 
     return make
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--update-goldens",
+        action="store_true",
+        help="Rewrite the golden files in tests/golden/ from the current output.",
+    )
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    """True under `pytest --update-goldens`: golden tests write their file instead of comparing."""
+    return bool(request.config.getoption("--update-goldens"))

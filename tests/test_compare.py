@@ -49,7 +49,8 @@ def config(
 
 @pytest.fixture
 def three(tmp_path: Path) -> list[str]:
-    # Step times: 1 GPU 1000 ns; 2 GPUs 500 + 100 comm = 600 ns; 4 GPUs 250 + 50 idle + 150 = 450 ns.
+    # Step times: 1 GPU 1000 ns; 2 GPUs 500 + 100 comm = 600 ns;
+    # 4 GPUs 250 + 50 idle + 150 comm = 450 ns.
     return [
         str(config(tmp_path, "c4", 4, 250, 150, 50, layers=2)),
         str(config(tmp_path, "c1", 1, 1000, 0, 0)),
