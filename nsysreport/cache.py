@@ -13,7 +13,7 @@ from nsysreport import __version__
 if TYPE_CHECKING:
     import duckdb
 
-    from nsysreport.load import Progress
+    from nsysreport.load import Progress, SourceSchema
     from nsysreport.patterns import Patterns
 
 # Bump when the cached tables change shape (a new column, a new derived table): old files then
@@ -62,9 +62,27 @@ def open_cached(
             return con
         except duckdb.Error:
             target.unlink(missing_ok=True)  # corrupt, or not what this version writes: rebuild
+    try:
+        _build(target, trace, schema, progress, patterns)
+    except (OSError, duckdb.IOException):
+        # No room or no permission for a cache (a read-only home, a full disk): the report
+        # does not need one, so load into memory as --no-cache would.
+        con = connect()
+        load_into(con, trace, schema, progress, patterns)
+        return con
+    _drop_older(target)
+    return connect(target, read_only=True)
+
+
+def _build(
+    target: Path, trace: Path, schema: SourceSchema, progress: Progress | None, patterns: Patterns
+) -> None:
+    """Write the cache under a unique temporary name and rename it into place: a crash leaves
+    only a stray temporary file, and two concurrent runs each build their own, the last wins.
+    """
+    from nsysreport.load import connect, load_into
+
     target.parent.mkdir(parents=True, exist_ok=True)
-    # Build under a unique temporary name and rename into place: a crash leaves only a stray
-    # temporary file, and two concurrent runs each build their own and the last rename wins.
     fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
     os.close(fd)
     tmp = Path(name)
@@ -78,8 +96,6 @@ def open_cached(
     finally:
         tmp.unlink(missing_ok=True)
         Path(f"{tmp}.wal").unlink(missing_ok=True)
-    _drop_older(target)
-    return connect(target, read_only=True)
 
 
 def _drop_older(current: Path) -> None:

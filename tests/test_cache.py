@@ -137,3 +137,13 @@ def test_cache_clear_removes_every_file(trace: Path, isolated_cache: Path) -> No
     result = CliRunner().invoke(app, ["cache", "clear"])
     assert result.exit_code == 0 and result.stdout.startswith("Removed 1 cache file(s)")
     assert list(isolated_cache.iterdir()) == []
+
+
+def test_an_unwritable_cache_folder_falls_back_to_memory(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    (row,) = run_query(open_trace(trace, cache=True), "gpu_breakdown").to_dicts()
+    assert row["exposed_comm_ns"] == 80
