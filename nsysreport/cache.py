@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 # Bump when the cached tables change shape (a new column, a new derived table): old files then
 # miss and are replaced. The tool version is in the key too, so releases never share files.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 
 
 def cache_dir() -> Path:

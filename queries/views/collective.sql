@@ -6,6 +6,7 @@
 -- ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, Barrier or Generic. Message bytes come
 -- from the NCCL range's payload, else from --comm-bytes OP=BYTES, else are NULL. `ordinal`
 -- numbers a GPU's instances of one op by start time, to match instances across GPUs.
+-- Materialised (CREATE TABLE) when the trace is opened: four analyses read it.
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -18,7 +19,7 @@
 --   op_source      VARCHAR   torch_collective, nccl_collective or kernel
 --   message_bytes  BIGINT    message size in bytes, NULL when unknown
 --   ordinal        BIGINT    1 = this GPU's first instance of this op
-CREATE VIEW collective AS
+CREATE TABLE collective AS
 WITH named AS (
     SELECT k.pid, k.device_id, k.kernel_id, k.start_ns, k.end_ns,
         greatest(k.end_ns - k.start_ns, 0) AS duration_ns,

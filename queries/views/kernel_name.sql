@@ -1,14 +1,15 @@
 -- kernel_name: each distinct kernel name in the trace, classified once by kernel_class_rule
 --
 -- Names are classified here, on the few hundred distinct names, never per kernel row: a trace
--- of millions of kernels has only hundreds of names. The first matching rule (lowest priority)
+-- of millions of kernels has only hundreds of names. Materialised (CREATE TABLE) when the trace
+-- is opened, so the kernel view joins a small table instead of re-reading every kernel. The first matching rule (lowest priority)
 -- wins; a name no rule matches is `other`. A name id missing from StringIds keeps a placeholder.
 --
 -- Columns:
 --   name_id     BIGINT    StringIds id of the demangled name
 --   name        VARCHAR   demangled kernel name
 --   class       VARCHAR   comm, attention, gemm or other
-CREATE VIEW kernel_name AS
+CREATE TABLE kernel_name AS
 WITH ids AS (SELECT DISTINCT demangledName AS name_id FROM CUPTI_ACTIVITY_KIND_KERNEL)
 SELECT
     ids.name_id,

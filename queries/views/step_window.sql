@@ -2,7 +2,8 @@
 --
 -- A step is an NVTX range of role `step`; its window on a GPU spans the activities whose
 -- launches it contains (NVIDIA's projected range). `step_ordinal` numbers a GPU's steps by
--- window start from 1, so the k-th step can be matched across GPUs.
+-- window start from 1, so the k-th step can be matched across GPUs. Materialised (CREATE TABLE)
+-- when the trace is opened: the step breakdown and the timeline read it.
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -14,7 +15,7 @@
 --   start_ns       BIGINT    window start
 --   end_ns         BIGINT    window end
 --   activity_count BIGINT    activities the step launched on this GPU
-CREATE VIEW step_window AS
+CREATE TABLE step_window AS
 WITH windows AS (
     SELECT a.pid, a.device_id, ar.range_id, any_value(ar.label) AS name,
         any_value(ar.label_index) AS step_index,
