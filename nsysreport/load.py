@@ -191,6 +191,12 @@ def check_file(path: Path) -> None:
         raise TraceError(f"{path}: is empty (0 bytes); export the trace again")
     with path.open("rb") as f:
         header = f.read(100)
+    if path.name.endswith((".json", ".json.gz", ".pt.trace.json")):
+        raise TraceError(
+            f"{path}: is a PyTorch profiler (Kineto) JSON trace, which nsysreport does not read "
+            "yet; profile with nsys profile --trace=cuda,nvtx and export with nsys export "
+            "--type sqlite"
+        )
     if not header.startswith(SQLITE_MAGIC):
         hint = EXPORT_HINT.format(out="trace.sqlite", src="trace.nsys-rep")
         raise TraceError(
