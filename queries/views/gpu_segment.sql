@@ -38,14 +38,14 @@ WITH timed AS (
         -- One sortable integer per activity (activity_id is unique within its source).
         activity_id * 4 + CASE source WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 ELSE 2 END
             AS activity_key,
-        -- Counters in 10-bit fields: all, compute, gemm, attention, comm, memcpy. A GPU runs
-        -- far fewer than 1024 activities at once (it has at most 128 hardware queues).
-        1
-        + CASE WHEN class NOT IN ('comm', 'memcpy') THEN 1024 ELSE 0 END
-        + CASE WHEN class = 'gemm' THEN 1048576 ELSE 0 END
-        + CASE WHEN class = 'attention' THEN 1073741824 ELSE 0 END
-        + CASE WHEN class = 'comm' THEN 1099511627776 ELSE 0 END
-        + CASE WHEN class = 'memcpy' THEN 1125899906842624 ELSE 0 END AS delta
+        -- Counters in 12-bit fields: compute, gemm, attention, comm, memcpy (every activity
+        -- is one of compute, comm or memcpy, so n_all is their sum). A GPU runs far fewer than
+        -- 4096 activities at once: at most 128 concurrent kernels, and a few copy engines.
+        CASE WHEN class NOT IN ('comm', 'memcpy') THEN 1 ELSE 0 END
+        + CASE WHEN class = 'gemm' THEN 4096 ELSE 0 END
+        + CASE WHEN class = 'attention' THEN 16777216 ELSE 0 END
+        + CASE WHEN class = 'comm' THEN 68719476736 ELSE 0 END
+        + CASE WHEN class = 'memcpy' THEN 281474976710656 ELSE 0 END AS delta
     FROM activity
     WHERE end_ns > start_ns
 ),
@@ -67,12 +67,12 @@ swept AS (
     )
 )
 SELECT pid, device_id, seq, t AS start_ns, next_t AS end_ns, next_t - t AS duration_ns,
-    (packed & 1023)::BIGINT AS n_all,
-    ((packed >> 10) & 1023)::BIGINT AS n_compute,
-    ((packed >> 20) & 1023)::BIGINT AS n_gemm,
-    ((packed >> 30) & 1023)::BIGINT AS n_attention,
-    ((packed >> 40) & 1023)::BIGINT AS n_comm,
-    ((packed >> 50) & 1023)::BIGINT AS n_memcpy,
+    ((packed & 4095) + ((packed >> 36) & 4095) + ((packed >> 48) & 4095))::BIGINT AS n_all,
+    (packed & 4095)::BIGINT AS n_compute,
+    ((packed >> 12) & 4095)::BIGINT AS n_gemm,
+    ((packed >> 24) & 4095)::BIGINT AS n_attention,
+    ((packed >> 36) & 4095)::BIGINT AS n_comm,
+    ((packed >> 48) & 4095)::BIGINT AS n_memcpy,
     activity_key AS before_key,
     next_key AS after_key
 FROM swept
