@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import json
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from nsysreport.cli import app
 from nsysreport.load import open_trace
 from nsysreport.queries import run_query
 
@@ -91,3 +96,14 @@ def test_sendrecv_kernels_on_the_compute_stream_count_as_communication() -> None
         "SELECT DISTINCT stream_id FROM kernel WHERE class <> 'comm' ORDER BY 1"
     ).fetchall()
     assert set(streams) & set(compute_streams), "the trace runs NCCL on a compute stream"
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_every_real_export_writes_a_full_report_and_json(name: str, tmp_path: Path) -> None:
+    out, js = tmp_path / "r.html", tmp_path / "m.json"
+    result = CliRunner().invoke(
+        app, ["report", str(real_trace(name)), "-o", str(out), "--json", str(js), "-q"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(js.read_text())
+    assert data["gpus"] and data["bottleneck"]["summary"] in out.read_text()
