@@ -1,4 +1,5 @@
-"""Open an Nsight Systems SQLite export read-only and load it into DuckDB as raw tables + views."""
+"""Open an Nsight Systems SQLite export (or a PyTorch profiler JSON trace) read-only and load it
+into DuckDB as raw tables + views."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from nsysreport.errors import TraceError
+from nsysreport.kineto import is_kineto
 
 if TYPE_CHECKING:
     import duckdb
@@ -115,6 +117,11 @@ class SourceSchema:
     columns: dict[str, frozenset[str]]
 
 
+# What inspect_trace returns for a PyTorch profiler (Kineto) JSON trace: load_into reads it with
+# nsysreport.kineto into the same raw tables instead of copying SQLite tables.
+KINETO_SCHEMA = SourceSchema(frozenset({"<kineto traceEvents>"}), {})
+
+
 def open_trace(
     path: Path,
     progress: Progress | None = None,
@@ -149,7 +156,15 @@ def load_into(
     """Copy the raw tables of `path` into `con`, then create the derived tables and views."""
     from nsysreport.queries import create_views
 
-    copy_tables(con, path, schema, progress)
+    if schema == KINETO_SCHEMA:
+        from nsysreport.kineto import copy_kineto
+
+        if progress:
+            progress("traceEvents")
+        create_raw_tables(con)
+        copy_kineto(con, path)
+    else:
+        copy_tables(con, path, schema, progress)
     if progress:
         progress("deriving timelines")
     create_views(con, patterns)
@@ -178,7 +193,10 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
 
 
 def check_file(path: Path) -> None:
-    """Raise TraceError with the next step when `path` cannot be an nsys SQLite export."""
+    """Raise TraceError with the next step when `path` cannot be an nsys SQLite export.
+
+    A Kineto JSON trace (`.json`, `.json.gz`) passes here; its content is checked as it loads.
+    """
     if not path.exists():
         raise TraceError(f"{path}: no such file")
     if path.is_dir():
@@ -189,14 +207,10 @@ def check_file(path: Path) -> None:
     size = path.stat().st_size
     if size == 0:
         raise TraceError(f"{path}: is empty (0 bytes); export the trace again")
+    if is_kineto(path):
+        return  # JSON: read and checked as it loads (kineto.copy_kineto)
     with path.open("rb") as f:
         header = f.read(100)
-    if path.name.endswith((".json", ".json.gz", ".pt.trace.json")):
-        raise TraceError(
-            f"{path}: is a PyTorch profiler (Kineto) JSON trace, which nsysreport does not read "
-            "yet; profile with nsys profile --trace=cuda,nvtx and export with nsys export "
-            "--type sqlite"
-        )
     if not header.startswith(SQLITE_MAGIC):
         hint = EXPORT_HINT.format(out="trace.sqlite", src="trace.nsys-rep")
         raise TraceError(
@@ -218,6 +232,8 @@ def check_file(path: Path) -> None:
 def inspect_trace(path: Path) -> SourceSchema:
     """Read the table and column names of `path` and reject files that are not nsys exports."""
     check_file(path)
+    if is_kineto(path):
+        return KINETO_SCHEMA
     uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
     try:
         src = sqlite3.connect(uri, uri=True)

@@ -35,6 +35,15 @@ class TraceInfo:
     host: str | None
     duration_ns: int | None
     simulated: str | None
+    product: str | None  # what wrote the trace (EXPORT_PRODUCT_NAME)
+
+    @property
+    def source(self) -> str:
+        """`nsys 2026.2.1.210 (export schema 3.25.0)`, or the profiler that wrote a JSON trace."""
+        if self.product and "kineto" in self.product.lower():
+            return f"{self.product}, trace schema {self.nsys_version or '?'}"
+        version = self.nsys_version or "unknown version"
+        return f"nsys {version} (export schema {self.schema_version or '?'})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +71,7 @@ def build_report(
 ) -> Report:
     """Run the report queries on a loaded trace and assemble the model."""
     meta = con.execute(
-        "SELECT nsys_version, schema_version, host, duration_ns, simulated FROM trace_meta"
+        "SELECT nsys_version, schema_version, host, duration_ns, simulated, product FROM trace_meta"
     ).fetchone()
     assert meta is not None  # trace_meta always has exactly one row
     trace = TraceInfo(str(trace_path), *meta)

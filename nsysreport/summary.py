@@ -21,9 +21,7 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     console = _console()
     for trace in report.traces:
         simulated = " [bold yellow](simulated)[/]" if trace.simulated else ""
-        console.print(
-            f"[bold]{trace.path}[/]{simulated}  nsys {trace.nsys_version or '?'}", soft_wrap=True
-        )
+        console.print(f"[bold]{trace.path}[/]{simulated}  {trace.source}", soft_wrap=True)
     table = Table(box=None, header_style="bold", pad_edge=False)
     for heading in (
         "GPU",

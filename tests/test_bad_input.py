@@ -143,7 +143,9 @@ def test_the_installed_command_prints_one_line_and_no_traceback(tmp_path: Path) 
     assert proc.stdout == ""
 
 
-def test_a_pytorch_profiler_trace_is_named_as_such(tmp_path: Path, out_dir: Path) -> None:
+def test_a_broken_pytorch_profiler_trace_is_named_as_such(tmp_path: Path, out_dir: Path) -> None:
     kineto = tmp_path / "rank0.pt.trace.json.gz"
     kineto.write_bytes(b"\x1f\x8b\x08\x00 gzip")
-    assert_one_line_error(*run_report(kineto, out_dir), "PyTorch profiler (Kineto) JSON trace")
+    assert_one_line_error(
+        *run_report(kineto, out_dir), str(kineto), "is not a readable PyTorch profiler trace"
+    )

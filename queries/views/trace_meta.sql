@@ -11,6 +11,8 @@
 --   host             VARCHAR   captured host name
 --   duration_ns      BIGINT    capture duration
 --   simulated        VARCHAR   description of the simulation, NULL for a real capture
+--   product          VARCHAR   what wrote the trace: NVIDIA Nsight Systems, or the PyTorch
+--                              profiler (Kineto) for a JSON trace
 CREATE VIEW trace_meta AS
 WITH meta AS (
     SELECT name, value FROM META_DATA_EXPORT
@@ -25,4 +27,5 @@ SELECT
         (SELECT max(duration) FROM ANALYSIS_DETAILS),
         (SELECT max(end_ns) - min(start_ns) FROM activity WHERE end_ns > start_ns)
     ) AS duration_ns,
-    (SELECT min(value) FROM meta WHERE name = 'NSYSREPORT_SIMULATED') AS simulated
+    (SELECT min(value) FROM meta WHERE name = 'NSYSREPORT_SIMULATED') AS simulated,
+    (SELECT min(value) FROM meta WHERE name = 'EXPORT_PRODUCT_NAME') AS product
