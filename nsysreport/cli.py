@@ -274,9 +274,10 @@ def list_queries() -> None:
     """
     from nsysreport.queries import query_files, view_files
 
+    width = max(len(q.name) for q in query_files())
     for q in query_files():
         params = " ".join(f"${p.name}={p.default}" for p in q.params)
-        typer.echo(f"{q.name:<16} {q.summary}" + (f"  [{params}]" if params else ""))
+        typer.echo(f"{q.name:<{width}}  {q.summary}" + (f"  [{params}]" if params else ""))
     typer.echo("\nViews (usable in any query): " + ", ".join(v.name for v in view_files()))
 
 

@@ -1,5 +1,4 @@
--- straggler_gpu: per GPU: how often it arrived last at a collective, how long it waited for
--- others, and how much waiting it caused
+-- straggler_gpu: per GPU: how often it arrived last at collectives, its wait, the wait it caused
 --
 -- Instances are matched across the GPUs of the trace by (op, ordinal): the k-th instance of
 -- that op on each GPU, only for ops that every GPU running them ran equally often (others:
