@@ -11,9 +11,9 @@ from typing import Any
 
 from nsysreport.errors import OptionError, TraceError
 from nsysreport.patterns import Patterns
+from nsysreport.sections.layers import OUTSIDE
 
 PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
-OUTSIDE = "(outside layers)"
 
 
 @dataclass(frozen=True, slots=True)
