@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from nsysreport import __version__
-from nsysreport.errors import NsysReportError, OptionError
+from nsysreport.errors import NsysReportError, OptionError, TraceError
 
 app = typer.Typer(
     add_completion=False,
@@ -81,8 +81,13 @@ def _run(action: Callable[[], T]) -> T:
 
 @app.command()
 def report(
-    trace: Annotated[
-        Path, typer.Argument(help="Nsight Systems SQLite export (nsys export --type sqlite).")
+    traces: Annotated[
+        list[str],
+        typer.Argument(
+            help="Nsight Systems SQLite export (nsys export --type sqlite) or PyTorch profiler "
+            "JSON; several files, a directory or a quoted glob give one report over all ranks.",
+            metavar="TRACE...",
+        ),
     ],
     output: Annotated[
         Path | None,
@@ -115,14 +120,29 @@ def report(
     ] = None,
     paper: Annotated[str, typer.Option(help="PDF paper size: A4 or letter.")] = "A4",
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
+    jobs: Annotated[
+        int | None,
+        typer.Option(min=1, help="Several files: worker processes (default: one per core)."),
+    ] = None,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Several files: run the per-file work on this Dask scheduler."),
+    ] = None,
+    no_align: Annotated[
+        bool,
+        typer.Option("--no-align", help="Several files: keep each file's own clock."),
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Write an HTML report of where each GPU's time goes, and print a summary.
 
     Example: nsysreport report trace.sqlite --json metrics.json
+
+    Several files (one per rank: nsysreport rank*.sqlite) give one report over every GPU:
+    ranks from MPI_RANKS, the launcher's rank variable in the capture, else file order; clocks
+    aligned from the session start, then from the collectives' end times.
     """
-    from nsysreport.load import open_trace
-    from nsysreport.model import as_json, build_report
+    from nsysreport.model import as_json
     from nsysreport.patterns import parse_patterns
     from nsysreport.render import render_html
 
@@ -130,16 +150,41 @@ def report(
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
         if paper.lower() not in ("a4", "letter"):
             raise OptionError(f"--paper {paper!r}: expected A4 or letter")
+        paths = expand_inputs(traces)
+        window = _parse_range(timeline_range)
         with _progress(quiet) as progress:
             progress("checking the trace")
-            con = open_trace(
-                trace, lambda table: progress(f"loading {table}"), patterns, cache=not no_cache
-            )
-            progress("analysing")
-            model = build_report(con, trace, top, timeline_step, _parse_range(timeline_range))
+            if len(paths) == 1:
+                from nsysreport.load import open_trace
+                from nsysreport.model import build_report
+
+                con = open_trace(
+                    paths[0], lambda t: progress(f"loading {t}"), patterns, cache=not no_cache
+                )
+                progress("analysing")
+                model = build_report(con, paths[0], top, timeline_step, window)
+            else:
+                from nsysreport.load import check_file
+                from nsysreport.multi import build_multi_report
+                from nsysreport.workers import default_jobs
+
+                for path in paths:
+                    check_file(path)  # every bad file fails before any work starts
+                model = build_multi_report(
+                    paths,
+                    patterns,
+                    top,
+                    timeline_step,
+                    window,
+                    jobs=jobs or default_jobs(),
+                    scheduler=scheduler,
+                    align=not no_align,
+                    cache=not no_cache,
+                    progress=progress,
+                )
             progress("rendering")
             html = render_html(model, _generated_at())
-        out = output or trace.with_name(trace.name.removesuffix(".sqlite") + ".report.html")
+        out = output or default_output(paths)
         written = _write_outputs(html, out, pdf, paper)
         if json_path is not None:
             text = json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
@@ -158,6 +203,58 @@ def report(
             print_summary(model, written)
 
     _run(work)
+
+
+def expand_inputs(args: Sequence[str]) -> list[Path]:
+    """The trace files named by `args`: files, directories (their traces) and quoted globs.
+
+    Directories and globs list their files in natural order (rank2 before rank10), which is the
+    rank order of last resort.
+    """
+    import glob
+
+    paths: list[Path] = []
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            found = [p for p in path.iterdir() if p.is_file() and _is_trace_name(p.name)]
+            if not found:
+                raise TraceError(f"{path}: is a directory with no .sqlite or .json(.gz) traces")
+            paths += sorted(found, key=_natural)
+        elif not path.exists() and glob.has_magic(arg):
+            matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file()]
+            if not matches:
+                raise TraceError(f"{arg}: no file matches")
+            paths += sorted(matches, key=_natural)
+        else:
+            paths.append(path)
+    resolved = [p.resolve() for p in paths]
+    twice = next((p for i, p in enumerate(paths) if resolved[i] in resolved[:i]), None)
+    if twice is not None:
+        raise OptionError(f"{twice}: given twice; each rank's file once")
+    return paths
+
+
+def _is_trace_name(name: str) -> bool:
+    return name.endswith((".sqlite", ".json", ".json.gz")) and not name.endswith(".report.json")
+
+
+def _natural(path: Path) -> list[Any]:
+    import re
+
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
+
+
+def default_output(paths: Sequence[Path]) -> Path:
+    """TRACE.report.html beside one trace; PREFIX-Nfiles.report.html beside the first of several."""
+    first = paths[0]
+    if len(paths) == 1:
+        stem = first.name.removesuffix(".sqlite").removesuffix(".gz").removesuffix(".json")
+        return first.with_name(stem + ".report.html")
+    # The shared start of the names (rank_0, rank_1, ... -> rank), cut back to a word.
+    shared = os.path.commonprefix([p.name for p in paths])  # noqa: RUF071 (names, not paths)
+    prefix = shared.rstrip("0123456789_-.") or "ranks"
+    return first.with_name(f"{prefix}-{len(paths)}files.report.html")
 
 
 @app.command("gate")

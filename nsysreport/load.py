@@ -81,7 +81,10 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
     "StringIds": (("id", "BIGINT", True), ("value", "VARCHAR", True)),
     "TARGET_INFO_GPU": (("id", "BIGINT", True), ("name", "VARCHAR", False)),
     "TARGET_INFO_SYSTEM_ENV": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
-    "TARGET_INFO_SESSION_START_TIME": (("utcEpochNs", "BIGINT", False),),
+    "TARGET_INFO_SESSION_START_TIME": (
+        ("utcEpochNs", "BIGINT", False),
+        ("systemClockNs", "BIGINT", False),  # nsys 2026+: the clock utcEpochNs belongs to
+    ),
     "ANALYSIS_DETAILS": (
         ("duration", "BIGINT", False),
         ("startTime", "BIGINT", False),
@@ -175,21 +178,42 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
     import duckdb
 
     spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
+    # The CPUs this process may use: a container or taskset may allow fewer than exist.
+    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     con = duckdb.connect(
         str(database) if database else ":memory:",
         read_only=read_only,
         config={
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
-            "threads": os.cpu_count() or 1,
+            # A worker of a multi-file run gets its share of the cores (nsysreport.workers).
+            "threads": int(os.environ.get("NSYSREPORT_THREADS") or 0)
+            or (len(cpus) if cpus else os.cpu_count() or 1),
             # Lets the SQLite scan use every thread; every query orders its own output.
             "preserve_insertion_order": False,
+            # DuckDB runs an ASOF join as a nested loop when it expects at most 64 left rows;
+            # that estimate can be far off after a filter (8,000 rows: 6 s instead of 0.1 s in
+            # grouped_island), and the sort-based join is fast at every size.
+            "asof_loop_join_threshold": 0,
+            # Past this, sorts, joins and windows spill to temp_directory instead of growing
+            # (DuckDB's default is 80% of RAM): a cold 5M-kernel report peaks at 1.4 GB RSS
+            # instead of 6 GB, for about 10% more time (benchmarks/bench_report.py).
+            "memory_limit": _memory_limit(),
             # An in-memory database spills to ./.tmp by default: never beside the user's files.
             "temp_directory": str(spill),
         },
     )
     con.execute("SET enable_progress_bar = false")  # nsysreport draws its own progress
     return con
+
+
+def _memory_limit() -> str:
+    """DuckDB's memory limit: a quarter of RAM, at most 1 GiB and at least 256 MiB."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume enough RAM
+        ram = 4 << 30
+    return f"{min(max(ram // 4, 256 << 20), 1 << 30) >> 20}MiB"
 
 
 def check_file(path: Path) -> None:

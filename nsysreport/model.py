@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsysreport import __version__
+from nsysreport.align import FileClock
+from nsysreport.ranks import RankInfo
 from nsysreport.sections.collectives import (
     CollectiveReport,
     Stragglers,
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     import duckdb
 
 JSON_SCHEMA_VERSION = 1
+ALL_NAMES = 1 << 40  # kernel_top's $top that keeps every name
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,8 @@ class Report:
     top_kernels: tuple[KernelSummary, ...]
     bottleneck: Bottleneck
     timeline: Timeline | None = None  # one window of every GPU, for the picture
+    ranks: tuple[RankInfo, ...] = ()  # several files: every GPU's rank, host and rank source
+    clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
 
 
 def build_report(
@@ -68,8 +73,13 @@ def build_report(
     top: int = 10,
     timeline_step: str | None = None,
     timeline_range: tuple[int | None, int | None] = (None, None),
+    partial: bool = False,
 ) -> Report:
-    """Run the report queries on a loaded trace and assemble the model."""
+    """Run the report queries on a loaded trace and assemble the model.
+
+    `partial`: one file of several (nsysreport.multi merges them): every kernel name is kept
+    for the merged top-N tables, and the timeline is left to the merge, which picks its window.
+    """
     meta = con.execute(
         "SELECT nsys_version, schema_version, host, duration_ns, simulated, product FROM trace_meta"
     ).fetchone()
@@ -97,9 +107,9 @@ def build_report(
         layers_across=layers_across,
         collectives=collectives,
         stragglers=stragglers,
-        top_kernels=build_kernels(con, top),
+        top_kernels=build_kernels(con, ALL_NAMES if partial else top),
         bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
-        timeline=build_timeline(con, ranks, timeline_step, *timeline_range),
+        timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
     )
 
 
@@ -132,4 +142,16 @@ def as_json(report: Report) -> dict[str, Any]:
         },
         "bottleneck": dataclasses.asdict(report.bottleneck),
         "top_kernels": kernels,
+        "ranks": [dataclasses.asdict(r) for r in report.ranks],
+        "alignment": _alignment(report.clocks),
+    }
+
+
+def _alignment(clocks: tuple[FileClock, ...]) -> dict[str, Any] | None:
+    """How the files' clocks were put on one time line; None for a single file."""
+    if not clocks:
+        return None
+    return {
+        "reference": clocks[0].file,
+        "files": [dataclasses.asdict(c) for c in clocks],
     }

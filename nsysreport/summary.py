@@ -51,6 +51,7 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             fmt_count(g.gaps.count),
         )
     console.print(table)
+    _print_clocks(console, report)
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:
         console.print("Layers with the most exposed communication (mean per GPU):")
@@ -64,6 +65,19 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
+
+
+def _print_clocks(console: Console, report: Report) -> None:
+    """Several files: each one's clock offset against the reference, and how it was found."""
+    if not report.clocks:
+        return
+    console.print(f"Clocks, on {report.clocks[0].file}'s time line:")
+    for c in report.clocks[1:]:
+        residual = "" if c.residual_p50_ns is None else f", residual {fmt_ns(c.residual_p50_ns)}"
+        console.print(
+            f"  {c.file}: {c.offset_ns:+,} ns ({c.source}, {c.instances} instances{residual})",
+            soft_wrap=True,
+        )
 
 
 def print_comparison(c: Comparison, written: Sequence[Path]) -> None:

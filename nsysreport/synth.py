@@ -132,6 +132,9 @@ class Scenario:
     backtrace_duplicates: bool = False
     metadata: Mapping[str, str] = field(default_factory=dict)
     capture_env: Mapping[str, str] = field(default_factory=dict)
+    # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
+    # None keeps each version's fixed capture time (and the committed sample traces' bytes).
+    utc_at_zero_ns: int | None = None
 
 
 # Tables every export has, even when the scenario puts nothing in them.
@@ -379,14 +382,27 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
             _insert(con, profile, table, table_rows)
         start, stop = _bounds(con, [t for t in _EVENT_TABLES if t in rows])
         _insert(con, profile, "ANALYSIS_DETAILS", [(GLOBAL_VID, stop - start, start, stop)])
-        utc = datetime.fromisoformat(profile.capture_utc).replace(tzinfo=UTC)
-        epoch_ns = int(utc.timestamp()) * 1_000_000_000
-        session = [(epoch_ns, profile.capture_utc, profile.capture_utc, start)]
+        session = [_session_row(scenario.utc_at_zero_ns, profile, start)]
         _insert(con, profile, "TARGET_INFO_SESSION_START_TIME", session)
         _insert(con, profile, "StringIds", [(i, s) for s, i in strings.items()])
         con.execute("COMMIT")
     finally:
         con.close()
+
+
+def _session_row(utc_at_zero_ns: int | None, profile: VersionProfile, start: int) -> Row:
+    """TARGET_INFO_SESSION_START_TIME: the epoch of the capture, and of `start` where it fits."""
+    if utc_at_zero_ns is None:
+        utc = datetime.fromisoformat(profile.capture_utc).replace(tzinfo=UTC)
+        epoch_ns = int(utc.timestamp()) * 1_000_000_000
+        return (epoch_ns, profile.capture_utc, profile.capture_utc, start)
+    # Readers take epoch(t) = utcEpochNs + (t - systemClockNs), with systemClockNs as 0 where
+    # the schema lacks the column; anchoring on what is written keeps epoch(t) the same for all.
+    columns = profile.tables["TARGET_INFO_SESSION_START_TIME"]
+    has_clock = any(c.name == "systemClockNs" for c in columns)
+    epoch_ns = utc_at_zero_ns + (start if has_clock else 0)
+    when = datetime.fromtimestamp(epoch_ns // 1_000_000_000, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return (epoch_ns, when, when, start)
 
 
 def _create_sql(table: str, columns: Sequence[Column]) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
@@ -51,6 +51,34 @@ class Stragglers:
     unmatched: tuple[dict[str, Any], ...]  # {op, file, pid, device_id, rank, instances}
     gpus: tuple[StragglerGpu, ...]
     straggler: StragglerGpu | None  # the GPU that caused the most waiting, if any did
+
+
+def bus_factor(op: str, group_gpus: int) -> float:
+    """busbw / algbw for an op over n GPUs: NCCL's convention, as collective_summary.sql has it
+    (several files are regrouped in Python; tests/test_multi.py checks the two agree)."""
+    n = group_gpus
+    if op == "AllReduce":
+        return 2.0 * (n - 1) / n
+    if op in ("AllGather", "ReduceScatter"):
+        return 1.0 * (n - 1) / n
+    return 1.0
+
+
+def regroup(collectives: Sequence[CollectiveReport]) -> list[CollectiveReport]:
+    """Group sizes and bus bandwidth over all GPUs given (several files' collectives at once)."""
+    groups: dict[str, int] = {}
+    for c in collectives:
+        groups[c.op] = groups.get(c.op, 0) + 1
+    return [
+        replace(
+            c,
+            group_gpus=groups[c.op],
+            busbw_gbps=None
+            if c.algbw_gbps is None
+            else c.algbw_gbps * bus_factor(c.op, groups[c.op]),
+        )
+        for c in collectives
+    ]
 
 
 def build_collectives(

@@ -60,10 +60,10 @@ def build_layers(
     )
     if all(layer.layer == OUTSIDE for layer in layers):
         return (), ()  # no range matched the layer pattern: nothing to say per layer
-    return layers, tuple(_across(layers))
+    return layers, tuple(across_gpus(layers))
 
 
-def _across(layers: tuple[LayerReport, ...]) -> list[LayerAcrossGpus]:
+def across_gpus(layers: tuple[LayerReport, ...]) -> list[LayerAcrossGpus]:
     by_name: dict[str, list[LayerReport]] = {}
     for layer in layers:
         by_name.setdefault(layer.layer, []).append(layer)

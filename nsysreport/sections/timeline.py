@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,26 +83,50 @@ def build_timeline(
     if not middle:
         return None
     first_ns = middle[0]["first_ns"]
-    basis, step_name, lo, hi = _window(steps, middle[0], step, start_ns, end_ns)
+    basis, step_name, lo, hi = choose_window(steps, middle[0], step, start_ns, end_ns)
     params = {"start_ns": lo, "end_ns": hi, "max_rows": MAX_ROWS}
     rows = run_query(con, "timeline_window", params).to_dicts()
     window_rows = rows[0]["window_rows"] if rows else 0
+
+    def rank_of(file: str | None, pid: int, device_id: int) -> int:
+        return int(ranks[(pid, device_id)][0])
+
+    # The rows are the earliest by start time: when the window held more, every piece that
+    # starts before the last start returned is there, so the drawing stops at that instant.
+    cut = max(r["start_ns"] for r in rows) if window_rows > len(rows) else None
+    return assemble(basis, step_name, len(steps), lo, hi, first_ns, rows, window_rows, rank_of, cut)
+
+
+RankOf = Callable[[str | None, int, int], int]  # (file, pid, device_id) -> rank
+
+
+def assemble(
+    basis: str,
+    step_name: str | None,
+    steps: int,
+    lo: int,
+    hi: int,
+    first_ns: int,
+    rows: list[dict[str, Any]],
+    window_rows: int,
+    rank_of: RankOf,
+    cut: int | None,
+) -> Timeline:
+    """The Timeline of window [lo, hi) from timeline_window rows (a `file` key, when present,
+    tells GPUs of different files apart), drawn only up to `cut` when the window held more rows
+    than were fetched."""
     drawn_hi = hi
-    if window_rows > len(rows):
-        # The rows are the earliest by start time: every piece that starts before the last
-        # start returned is there, so draw up to that instant, and say so.
-        cut = max(r["start_ns"] for r in rows)
-        if cut > lo:
-            drawn_hi = cut
-            rows = [{**r, "end_ns": min(r["end_ns"], cut)} for r in rows if r["start_ns"] < cut]
-    gpus = _gpus(rows, ranks, lo, drawn_hi)
+    if cut is not None and cut > lo:
+        drawn_hi = cut
+        rows = [{**r, "end_ns": min(r["end_ns"], cut)} for r in rows if r["start_ns"] < cut]
+    gpus = _gpus(rows, rank_of, lo, drawn_hi)
     exposed = [g.exposed_comm_pct for g in gpus if g.exposed_comm_pct is not None]
     most = max(gpus, key=lambda g: (g.exposed_comm_ns, -g.rank), default=None)
     longest = max((end - start for g in gpus for start, end in g.gaps), default=None)
     return Timeline(
         basis=basis,
         step_name=step_name,
-        steps=len(steps),
+        steps=steps,
         start_ns=lo,
         end_ns=drawn_hi,
         offset_ns=lo - first_ns,
@@ -117,7 +141,7 @@ def build_timeline(
     )
 
 
-def _window(
+def choose_window(
     steps: list[dict[str, Any]],
     middle: dict[str, Any],
     step: str | None,
@@ -155,14 +179,12 @@ def _find_step(steps: list[dict[str, Any]], wanted: str) -> dict[str, Any]:
     raise OptionError(f"timeline step {wanted!r} is not in the trace; its steps are: {names}")
 
 
-def _gpus(
-    rows: list[dict[str, Any]], ranks: Mapping[tuple[int, int], Any], lo: int, hi: int
-) -> tuple[TimelineGpu, ...]:
-    by_gpu: dict[tuple[int, int], list[dict[str, Any]]] = {}
+def _gpus(rows: list[dict[str, Any]], rank_of: RankOf, lo: int, hi: int) -> tuple[TimelineGpu, ...]:
+    by_gpu: dict[tuple[str | None, int, int], list[dict[str, Any]]] = {}
     for r in rows:
-        by_gpu.setdefault((r["pid"], r["device_id"]), []).append(r)
+        by_gpu.setdefault((r.get("file"), r["pid"], r["device_id"]), []).append(r)
     out = []
-    for (pid, device_id), group in by_gpu.items():
+    for (file, pid, device_id), group in by_gpu.items():
         lanes: dict[int, dict[str, list[Piece]]] = {}
         exposed: list[Piece] = []
         gaps: list[Piece] = []
@@ -175,7 +197,7 @@ def _gpus(
         exposed_ns = sum(end - start for start, end in exposed)
         out.append(
             TimelineGpu(
-                rank=ranks[(pid, device_id)][0],
+                rank=rank_of(file, pid, device_id),
                 pid=pid,
                 device_id=device_id,
                 lanes=tuple(

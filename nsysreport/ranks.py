@@ -1,0 +1,107 @@
+"""Which rank each GPU of a multi-file job is, and on which host (NSYS_SCHEMA.md §4.3–4.4).
+
+A rank comes from, in order: the file's MPI_RANKS (per process; a PyTorch profiler trace's
+distributedInfo.rank lands there too), a rank variable in the environment nsys recorded when it
+launched the process (META_DATA_CAPTURE), else the order of the files as given. When two files
+claim the same rank, claims cannot be trusted, and every GPU is numbered in file order instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
+
+# Launchers' rank variables, most specific first: torchrun, Open MPI, Slurm, MPICH/PMI, PMIx,
+# MVAPICH. LOCAL_RANK is left out on purpose: it repeats on every node.
+RANK_VARIABLES = (
+    "RANK",
+    "OMPI_COMM_WORLD_RANK",
+    "SLURM_PROCID",
+    "PMI_RANK",
+    "PMIX_RANK",
+    "MV2_COMM_WORLD_RANK",
+)
+_ENV_ROW = re.compile(r'^(\w+)="?(\d+)"?$')
+
+
+@dataclass(frozen=True, slots=True)
+class FileRanks:
+    """What one file says about its GPUs' ranks; `gpus` is [(pid, device_id, local_rank)]."""
+
+    gpus: tuple[tuple[int, int, int], ...]
+    mpi: bool  # local_rank values are MPI ranks (or distributedInfo ranks)
+    env_rank: int | None  # the rank variable nsys saw when it launched the process
+    env_source: str | None  # e.g. "RANK in the capture environment"
+
+
+@dataclass(frozen=True, slots=True)
+class RankInfo:
+    """One GPU of the job, with the rank the report gives it and where that came from."""
+
+    rank: int
+    file: str
+    pid: int
+    device_id: int
+    host: str | None
+    gpu_name: str | None
+    source: str
+
+
+def read_file_ranks(con: duckdb.DuckDBPyConnection) -> FileRanks:
+    """The rank evidence in one loaded trace (its `gpu` view and the capture metadata)."""
+    gpus = tuple(
+        (int(pid), int(dev), int(rank))
+        for pid, dev, rank in con.execute(
+            "SELECT pid, device_id, rank FROM gpu ORDER BY pid, device_id"
+        ).fetchall()
+    )
+    mpi_row = con.execute("SELECT count(*) FROM MPI_RANKS").fetchone()
+    env: dict[str, str] = dict(
+        (m.group(1), m.group(2))
+        for (value,) in con.execute(
+            "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS_%:ENVIRONMENT_VARIABLE'"
+        ).fetchall()
+        if value is not None and (m := _ENV_ROW.match(value))
+    )
+    name = next((v for v in RANK_VARIABLES if v in env), None)
+    source = None if name is None else f"{name} in the capture environment"
+    return FileRanks(
+        gpus=gpus,
+        mpi=bool(mpi_row and mpi_row[0]),
+        env_rank=None if name is None else int(env[name]),
+        env_source=source,
+    )
+
+
+def assign_ranks(
+    files: Sequence[tuple[str, FileRanks]], kineto: Sequence[bool]
+) -> dict[tuple[str, int, int], tuple[int, str]]:
+    """(file, pid, device_id) -> (rank, where it came from), over every GPU of every file."""
+    claims: list[tuple[str, int, int, int | None, str]] = []
+    for (file, found), is_kineto in zip(files, kineto, strict=True):
+        single = len(found.gpus) == 1
+        for pid, dev, local in found.gpus:
+            if found.mpi:
+                source = "distributedInfo.rank" if is_kineto else "MPI_RANKS"
+                claims.append((file, pid, dev, local, source))
+            elif found.env_rank is not None and single:
+                claims.append((file, pid, dev, found.env_rank, found.env_source or "environment"))
+            else:
+                # Several GPUs under one launcher rank, or no evidence: no claim of its own.
+                claims.append((file, pid, dev, None, "file order"))
+    claimed = [c[3] for c in claims if c[3] is not None]
+    if len(set(claimed)) < len(claimed):
+        # Two GPUs say they are the same rank (copies of a file, or per-node ranks): trust none.
+        why = "file order (files claim the same rank)"
+        claims = [(f, p, d, None, why) for f, p, d, _, _ in claims]
+    taken = {c[3] for c in claims if c[3] is not None}
+    free = (r for r in range(len(claims) + len(taken)) if r not in taken)
+    out: dict[tuple[str, int, int], tuple[int, str]] = {}
+    for file, pid, dev, rank, source in claims:  # in file order, then (pid, device) order
+        out[(file, pid, dev)] = (next(free) if rank is None else rank, source)
+    return out
