@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from nsysreport.cli import app
 from nsysreport.rank_files import BASE_UTC_NS, true_offsets, write_rank_files
 from nsysreport.ranks import FileRanks, assign_ranks
 from nsysreport.simulate import TensorParallelConfig, tensor_parallel
-from nsysreport.synth import write_trace
+from nsysreport.synth import GLOBAL_VID, write_trace
 
 from conftest import SHARED_TRACES
 
@@ -146,6 +147,23 @@ def test_launcher_rank_variables_are_read(tmp_path: Path, variable: str) -> None
     assert [(r["rank"], r["file"], r["source"]) for r in data["ranks"]] == [
         (0, "rank0.sqlite", f"{variable} in the capture environment"),
         (1, "rank1.sqlite", f"{variable} in the capture environment"),
+    ]
+
+
+def test_mpi_ranks_come_before_the_capture_environment(tmp_path: Path) -> None:
+    small = TensorParallelConfig(tp=2, steps=1, layers_simulated=1)
+    files = write_rank_files(tensor_parallel(small), tmp_path, [0, 0])  # RANK=0, RANK=1
+    for path, mpi_rank in zip(files, (1, 0), strict=True):  # MPI says the opposite
+        pid = 1000 + (path.name == "rank1.sqlite")  # the simulator's pid for that rank
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE MPI_RANKS (globalTid INTEGER NOT NULL, rank INTEGER NOT NULL)")
+            db.execute(
+                "INSERT INTO MPI_RANKS VALUES (?, ?)", (GLOBAL_VID | pid << 24 | pid, mpi_rank)
+            )
+    data = report_json(tmp_path / "r.json", *map(str, files), "--jobs", "1")
+    assert [(r["rank"], r["file"], r["source"]) for r in data["ranks"]] == [
+        (0, "rank1.sqlite", "MPI_RANKS"),
+        (1, "rank0.sqlite", "MPI_RANKS"),
     ]
 
 
