@@ -1,12 +1,18 @@
-"""A per-trace DuckDB file cache of the loaded and derived tables, so a second run skips loading."""
+"""Per-trace caches: a DuckDB file of the loaded and derived tables, so a second run skips
+loading, and a pickle of the finished report model (with its pictures), so it skips the queries."""
 
 from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import tempfile
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from nsysreport import __version__
 
@@ -16,9 +22,26 @@ if TYPE_CHECKING:
     from nsysreport.load import Progress, SourceSchema
     from nsysreport.patterns import Patterns
 
-# Bump when the cached tables change shape (a new column, a new derived table): old files then
-# miss and are replaced. The tool version is in the key too, so releases never share files.
-CACHE_FORMAT = 2
+# Bump when the cached tables or the report file change shape (a new column, a new derived
+# table): old files then miss and are replaced. The tool version is in the key too, so releases
+# never share files.
+CACHE_FORMAT = 3
+DB_SUFFIX = ".duckdb"
+REPORT_SUFFIX = ".report"
+# What reading a report file can raise when it is truncated, corrupt or from other code.
+UNREADABLE = (
+    OSError,
+    EOFError,
+    pickle.UnpicklingError,
+    AttributeError,
+    ImportError,
+    IndexError,
+    KeyError,
+    TypeError,
+    ValueError,
+)
+
+T = TypeVar("T")
 
 
 def cache_dir() -> Path:
@@ -30,19 +53,108 @@ def cache_dir() -> Path:
 def cache_path(trace: Path, patterns: Patterns) -> Path:
     """The cache file for this trace as it is now (path, size, mtime) and these options."""
     stat = trace.stat()
-    where = hashlib.sha256(str(trace.resolve()).encode()).hexdigest()[:16]
-    what = hashlib.sha256(
-        "|".join(
-            (
-                str(stat.st_size),
-                str(stat.st_mtime_ns),
-                str(CACHE_FORMAT),
-                __version__,
-                repr(patterns),
-            )
-        ).encode()
-    ).hexdigest()[:16]
-    return cache_dir() / f"{where}-{what}.duckdb"
+    where = _digest(str(trace.resolve()))
+    what = _digest(
+        str(stat.st_size), str(stat.st_mtime_ns), str(CACHE_FORMAT), __version__, repr(patterns)
+    )
+    return cache_dir() / f"{where}-{what}{DB_SUFFIX}"
+
+
+def report_path(trace: Path, patterns: Patterns, options: tuple[Any, ...]) -> Path:
+    """The report file for this trace's cache key plus the model's options, the path as given
+    (the model records it) and the analysis code (a checkout edits it without a new version)."""
+    db = cache_path(trace, patterns)
+    what = _digest(repr(options), str(trace), _code_fingerprint())
+    return db.with_name(f"{db.stem}-{what}{REPORT_SUFFIX}")
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+@cache
+def _code_fingerprint() -> str:
+    """A digest of the package's Python and SQL files: what the report model is computed by."""
+    from nsysreport.queries import resource_dir
+
+    package = Path(__file__).parent
+    files = sorted(package.rglob("*.py")) + sorted(resource_dir("queries").rglob("*.sql"))
+    sha = hashlib.sha256()
+    for f in files:
+        sha.update(f.name.encode())
+        sha.update(f.read_bytes())
+    return sha.hexdigest()[:16]
+
+
+@dataclass(slots=True)
+class CachedReport(Generic[T]):
+    """A report model from the cache (or just built and kept there), with the pictures its file
+    holds: None until keep_pictures adds them after the first render."""
+
+    model: T
+    pictures: dict[str, str] | None
+    path: Path
+
+
+def cached_report(
+    trace: Path, patterns: Patterns, options: tuple[Any, ...], build: Callable[[], T]
+) -> CachedReport[T]:
+    """The report model of `trace` read from the cache, else `build()` and keep it there.
+
+    `options` are the model's own options (top N, timeline step and range): each set of them
+    gets its own file. A hit opens neither the trace's DuckDB cache nor the trace; an
+    unreadable file is rebuilt; without room or permission for a file the model is not kept.
+    """
+    from nsysreport.load import check_file
+
+    check_file(trace)  # a missing or unreadable trace fails the same way with or without a cache
+    target = report_path(trace, patterns, options)
+    stored = _read(target)
+    if stored is not None:
+        return CachedReport(stored["model"], stored["pictures"], target)
+    model = build()
+    _write(target, model, None)
+    _drop_older(target)
+    return CachedReport(model, None, target)
+
+
+def keep_pictures(cached: CachedReport[Any], pictures: dict[str, str]) -> None:
+    """Store the pictures drawn for a cached model beside it: a warm run then draws nothing.
+    Pictures are a function of the model and of this code, which the file's key covers."""
+    cached.pictures = pictures
+    _write(cached.path, cached.model, pictures)
+
+
+def _read(target: Path) -> dict[str, Any] | None:
+    """A report file's model and pictures, or None when missing, corrupt or of another key."""
+    try:
+        with target.open("rb") as f:
+            stored = pickle.load(f)
+        if stored["name"] != target.name:
+            raise ValueError(f"{target.name}: written for {stored['name']}")
+        return {"model": stored["model"], "pictures": stored["pictures"]}
+    except FileNotFoundError:
+        return None
+    except UNREADABLE:
+        with suppress(OSError):  # an unusable folder: the next write fails quietly too
+            target.unlink(missing_ok=True)  # corrupt, or from other code: rebuilt and rewritten
+        return None
+
+
+def _write(target: Path, model: object, pictures: dict[str, str] | None) -> None:
+    """Pickle under a unique temporary name and rename into place (as the DuckDB cache)."""
+    content = {"name": target.name, "model": model, "pictures": pictures}
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(content, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(name, target)
+        finally:
+            Path(name).unlink(missing_ok=True)
+    except OSError:
+        pass  # no room or no permission (a read-only home, a full disk): nothing is kept
 
 
 def open_cached(
@@ -99,17 +211,21 @@ def _build(
 
 
 def _drop_older(current: Path) -> None:
-    """Remove this trace's caches for earlier versions of the file or other options."""
-    prefix = current.name.split("-", 1)[0]
-    for other in current.parent.glob(f"{prefix}-*.duckdb"):
-        if other != current:
-            other.unlink(missing_ok=True)
+    """Remove this trace's caches (tables and reports) for earlier versions of the file or other
+    patterns; reports of the same version with other model options stay."""
+    where, what = current.name.split("-")[:2]
+    what = what.removesuffix(DB_SUFFIX)
+    for suffix in (DB_SUFFIX, REPORT_SUFFIX):
+        for other in current.parent.glob(f"{where}-*{suffix}"):
+            if other.name.split("-")[1].removesuffix(suffix) != what:
+                other.unlink(missing_ok=True)
 
 
 def clear() -> int:
     """Delete every cache file; returns how many there were."""
     folder = cache_dir()
-    files = list(folder.glob("*.duckdb")) + list(folder.glob(".*.tmp*")) if folder.is_dir() else []
+    patterns = (f"*{DB_SUFFIX}", f"*{REPORT_SUFFIX}", ".*.tmp*")
+    files = [f for p in patterns for f in folder.glob(p)] if folder.is_dir() else []
     for f in files:
         f.unlink(missing_ok=True)
     return len(files)

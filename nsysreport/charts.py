@@ -81,10 +81,10 @@ def _figure(
 ) -> Iterator[tuple[Any, Any, io.StringIO]]:
     """A figure whose SVG is deterministic (fixed ids, no date, bundled font) and keeps text
     as text. `name` salts the ids so that several pictures can share one HTML page."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    # No pyplot: it would register every figure with its window manager, for nothing here.
+    from matplotlib import rc_context
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     rc: Any = {
         "svg.fonttype": "none",
@@ -94,18 +94,23 @@ def _figure(
         "axes.titlesize": 9,
         "legend.fontsize": 8,
     }
-    with plt.rc_context(rc):
-        fig, ax = plt.subplots(1, ncols, figsize=(width, height))
+    with rc_context(rc):
+        fig = Figure(figsize=(width, height))
+        FigureCanvasAgg(fig)  # lays the text out (tight_layout) as pyplot's Agg backend would
+        ax = fig.subplots(1, ncols)
         buffer = io.StringIO()
         yield fig, ax, buffer
         for axis in fig.axes:
             for side in ("top", "right"):
                 axis.spines[side].set_visible(False)
         fig.tight_layout()
+        # tight_layout leaves a placeholder layout engine behind, and with any engine savefig
+        # first draws the whole figure once more (without output) to lay it out again: the
+        # layout is done, so drop the engine and draw once.
+        fig.set_layout_engine(None)
         # No metadata block: no date, no creator, nothing that is not the picture.
         metadata = dict.fromkeys(("Date", "Creator", "Format", "Type"))
         fig.savefig(buffer, format="svg", metadata=metadata)
-        plt.close(fig)
 
 
 def _svg(buffer: io.StringIO) -> str:
@@ -163,18 +168,29 @@ def _bars(
     ax: Any, bars: Sequence[tuple[float, float]], y: float, height: float, **style: Any
 ) -> None:
     """(start, width) bars between y and y + height as one compound path: one SVG element for
-    all of them, where broken_barh would write one per bar."""
+    all of them, where broken_barh would write one per bar.
+
+    The caller sets both axis limits, so the patch is added without the data-limit update of
+    add_patch, which walks every segment of the path in Python (most of this picture's time).
+    """
+    import numpy as np
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path
 
     if not bars:
         return
-    vertices: list[tuple[float, float]] = []
-    codes: list[Any] = []  # Path codes are numpy integers
-    for x, w in bars:
-        vertices += [(x, y), (x + w, y), (x + w, y + height), (x, y + height), (x, y)]
-        codes += [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY]
-    ax.add_patch(PathPatch(Path(vertices, codes), **style))
+    x0, w = np.array(bars, dtype=float).T
+    x1 = x0 + w
+    y0, y1 = np.full_like(x0, y), np.full_like(x0, y + height)
+    # Per bar: (x0,y0) (x1,y0) (x1,y1) (x0,y1) back to (x0,y0), as MOVETO, 3 LINETO, CLOSEPOLY.
+    vertices = np.stack([x0, y0, x1, y0, x1, y1, x0, y1, x0, y0], axis=1).reshape(-1, 2)
+    codes = np.tile(
+        np.array(
+            [Path.MOVETO, Path.LINETO, Path.LINETO, Path.LINETO, Path.CLOSEPOLY], Path.code_type
+        ),
+        len(bars),
+    )
+    ax.add_artist(PathPatch(Path(vertices, codes), **style))
 
 
 def timeline_chart(t: Timeline) -> str:

@@ -10,12 +10,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from nsysreport import __version__
 from nsysreport.errors import NsysReportError, OptionError, TraceError
+
+if TYPE_CHECKING:
+    from nsysreport.model import Report
 
 app = typer.Typer(
     add_completion=False,
@@ -86,7 +89,7 @@ def report(
         typer.Argument(
             help="Nsight Systems SQLite export (nsys export --type sqlite) or PyTorch profiler "
             "JSON; several files, a directory or a quoted glob give one report over all ranks.",
-            metavar="TRACE...",
+            metavar="TRACE",
         ),
     ],
     output: Annotated[
@@ -154,15 +157,32 @@ def report(
         window = _parse_range(timeline_range)
         with _progress(quiet) as progress:
             progress("checking the trace")
+            svg = None
             if len(paths) == 1:
                 from nsysreport.load import open_trace
                 from nsysreport.model import build_report
 
-                con = open_trace(
-                    paths[0], lambda t: progress(f"loading {t}"), patterns, cache=not no_cache
-                )
-                progress("analysing")
-                model = build_report(con, paths[0], top, timeline_step, window)
+                def build() -> Report:
+                    con = open_trace(
+                        paths[0], lambda t: progress(f"loading {t}"), patterns, not no_cache
+                    )
+                    progress("analysing")
+                    return build_report(con, paths[0], top, timeline_step, window)
+
+                if no_cache:
+                    model = build()
+                else:
+                    from nsysreport.cache import cached_report, keep_pictures
+                    from nsysreport.render import pictures
+
+                    # A rerun on the unchanged trace with the same options reads the finished
+                    # model and its pictures: no query, no drawing.
+                    cached = cached_report(paths[0], patterns, (top, timeline_step, window), build)
+                    model = cached.model
+                    if cached.pictures is None:
+                        progress("drawing")
+                        keep_pictures(cached, pictures(model))
+                    svg = cached.pictures
             else:
                 from nsysreport.load import check_file
                 from nsysreport.multi import build_multi_report
@@ -183,7 +203,7 @@ def report(
                     progress=progress,
                 )
             progress("rendering")
-            html = render_html(model, _generated_at())
+            html = render_html(model, _generated_at(), svg)
         out = output or default_output(paths)
         written = _write_outputs(html, out, pdf, paper)
         if json_path is not None:

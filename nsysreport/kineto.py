@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     import duckdb
 
 SUFFIXES = (".json", ".json.gz")
-# DuckDB reads the whole document as one object; the largest known trace is ~60 MB unpacked.
-# The reader allocates for what it reads, not for this limit.
+# DuckDB reads the whole document as one object, into buffers sized by maximum_object_size
+# (twice over for a compressed file): that is set from the document's real size, and DuckDB's
+# memory limit is raised for the read when one document needs more.
 MAX_OBJECT_BYTES = 4_294_967_295
 NEXT_STEP = "save it again with torch.profiler (export_chrome_trace or tensorboard_trace_handler)"
 
@@ -206,6 +207,26 @@ def is_kineto(path: Path) -> bool:
     return path.name.lower().endswith(SUFFIXES)
 
 
+def _document_bytes(path: Path) -> int:
+    """The JSON document's size: the file's, or for gzip the size its footer records (mod 2^32,
+    so a document past 4 GiB, or a multi-member file, is read to count)."""
+    size = path.stat().st_size
+    if not path.name.lower().endswith(".gz") or size < 18:
+        return size
+    with path.open("rb") as f:
+        f.seek(-4, 2)
+        recorded = int.from_bytes(f.read(4), "little")
+    if recorded >= size:
+        return recorded
+    import gzip
+
+    total = 0
+    with gzip.open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            total += len(chunk)
+    return total
+
+
 def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Fill the (empty, existing) raw tables of `con` from the Kineto trace at `path`."""
     import duckdb
@@ -217,11 +238,13 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         "dur VARCHAR, args JSON)[]', 'deviceProperties': 'JSON[]', 'distributedInfo': 'JSON', "
         "'schemaVersion': 'JSON', 'pytorch_version': 'JSON', 'hostname': 'JSON'}"
     )
+    size = min(_document_bytes(path) + (1 << 20), MAX_OBJECT_BYTES)
+    (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
     try:
+        con.execute(f"SET memory_limit = '{max(4 * size, 1 << 30) >> 20}MiB'")
         con.execute(
             f"CREATE TEMP TABLE kineto_doc AS SELECT * FROM read_json('{text}', "
-            f"columns = {columns}, format = 'unstructured', "
-            f"maximum_object_size = {MAX_OBJECT_BYTES})"
+            f"columns = {columns}, format = 'unstructured', maximum_object_size = {size})"
         )
         rows = con.execute("SELECT count(*), count(traceEvents) FROM kineto_doc").fetchone()
         if rows != (1, 1):
@@ -241,6 +264,7 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             f"{path}: is not a readable PyTorch profiler trace ({reason}); {NEXT_STEP}"
         ) from exc
     finally:
+        con.execute(f"SET memory_limit = '{limit}'")
         for table in ("kineto_doc", "kineto_event", "kineto_host", "kineto_string"):
             con.execute(f"DROP TABLE IF EXISTS temp.{table}")
     if has_gpu != (True,):

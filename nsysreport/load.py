@@ -196,8 +196,9 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
             # grouped_island), and the sort-based join is fast at every size.
             "asof_loop_join_threshold": 0,
             # Past this, sorts, joins and windows spill to temp_directory instead of growing
-            # (DuckDB's default is 80% of RAM): a cold 5M-kernel report peaks at 1.4 GB RSS
-            # instead of 6 GB, for about 10% more time (benchmarks/bench_report.py).
+            # (DuckDB's default is 80% of RAM). A cold 5M-kernel report (bench_report.py):
+            # 5.8 GB peak RSS by default, 2.4 GB at 2 GiB in the same time (+3%); 1 GiB gives
+            # 1.4 GB but takes 1.7x as long.
             "memory_limit": _memory_limit(),
             # An in-memory database spills to ./.tmp by default: never beside the user's files.
             "temp_directory": str(spill),
@@ -208,12 +209,12 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
 
 
 def _memory_limit() -> str:
-    """DuckDB's memory limit: a quarter of RAM, at most 1 GiB and at least 256 MiB."""
+    """DuckDB's memory limit: a quarter of RAM, at most 2 GiB and at least 256 MiB."""
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume enough RAM
         ram = 4 << 30
-    return f"{min(max(ram // 4, 256 << 20), 1 << 30) >> 20}MiB"
+    return f"{min(max(ram // 4, 256 << 20), 2 << 30) >> 20}MiB"
 
 
 def check_file(path: Path) -> None:

@@ -36,8 +36,9 @@ def environment() -> jinja2.Environment:
     return env
 
 
-def pictures(report: Report, overview: Overview) -> dict[str, str]:
+def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]:
     """The report's pictures as inline SVG, by name; a picture with nothing to show is absent."""
+    overview = overview or build_overview(report)
     svg = {}
     if report.gpus:
         svg["breakdown"] = charts.breakdown_chart(report.gpus)
@@ -54,8 +55,11 @@ def pictures(report: Report, overview: Overview) -> dict[str, str]:
     return svg
 
 
-def render_html(report: Report, generated_at: str) -> str:
-    """The report as one HTML document: CSS inlined, charts as inline SVG, no network access."""
+def render_html(report: Report, generated_at: str, svg: dict[str, str] | None = None) -> str:
+    """The report as one HTML document: CSS inlined, charts as inline SVG, no network access.
+
+    `svg`: the pictures, when they were drawn already (the report cache keeps them).
+    """
     overview = build_overview(report)
     context: dict[str, Any] = {
         "report": report,
@@ -63,7 +67,7 @@ def render_html(report: Report, generated_at: str) -> str:
         "tool_version": report.tool_version,
         "generated_at": generated_at,
         "part_colours": charts.PART_COLOURS,
-        "svg": pictures(report, overview),
+        "svg": pictures(report, overview) if svg is None else svg,
     }
     return environment().get_template("report.html.j2").render(context)
 

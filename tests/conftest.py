@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
@@ -23,6 +24,15 @@ def isolated_cache(
     folder = tmp_path_factory.mktemp("xdg-cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(folder))
     return folder / "nsysreport"
+
+
+@pytest.fixture(autouse=True)
+def shared_traces_untouched() -> Iterator[None]:
+    """No test writes beside the real traces (a report's default path is beside its input;
+    CI runs as root, so the read-only mode of shared/ would not stop it)."""
+    before = sorted(SHARED_TRACES.rglob("*"))
+    yield
+    assert sorted(SHARED_TRACES.rglob("*")) == before, "a test wrote into ../shared/traces"
 
 
 def real_trace(name: str) -> Path:

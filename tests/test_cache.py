@@ -1,9 +1,11 @@
-"""The trace cache: hits, misses when the trace changes, corrupt files, concurrent runs."""
+"""The trace and report caches: hits, misses when the trace or options change, corrupt files,
+concurrent runs."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +13,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysreport import load
-from nsysreport.cache import cache_path
+from nsysreport import load, render
+from nsysreport.cache import cache_path, cached_report, keep_pictures, report_path
 from nsysreport.cli import app
+from nsysreport.errors import TraceError
 from nsysreport.load import open_trace
+from nsysreport.model import Report, as_json, build_report
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
+from nsysreport.render import render_html
 from nsysreport.synth import Kernel, Scenario, write_trace
 
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
@@ -128,8 +133,8 @@ def test_two_concurrent_runs_on_one_trace_both_succeed_with_identical_json(
     assert json.loads((tmp_path / "c0.json").read_text()) == json.loads(
         (tmp_path / "c1.json").read_text()
     )
-    leftovers = [p for p in cache_path(trace, Patterns()).parent.iterdir() if p.suffix != ".duckdb"]
-    assert leftovers == []
+    leftovers = [p for p in cache_path(trace, Patterns()).parent.iterdir() if p.name[0] == "."]
+    assert leftovers == []  # no temporary files
 
 
 def test_cache_clear_removes_every_file(trace: Path, isolated_cache: Path) -> None:
@@ -147,3 +152,146 @@ def test_an_unwritable_cache_folder_falls_back_to_memory(
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
     (row,) = run_query(open_trace(trace, cache=True), "gpu_breakdown").to_dicts()
     assert row["exposed_comm_ns"] == 80
+
+
+# The report cache: the finished model (and its pictures) per trace, patterns and model options.
+
+OPTIONS = (10, None, (None, None))  # top, timeline step, timeline range: the report defaults
+
+
+def builds_counted(trace: Path, calls: list[int], top: int = 10):  # type: ignore[no-untyped-def]
+    """A build function as the report command passes it, counting its calls."""
+
+    def build() -> Report:
+        calls.append(1)
+        return build_report(open_trace(trace, cache=True), trace, top)
+
+    return build
+
+
+def test_a_cached_report_comes_back_equal_without_building_or_opening_the_database(
+    trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    first = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls)).model
+
+    def no_database(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a hit must not open DuckDB")
+
+    monkeypatch.setattr(load, "connect", no_database)
+    second = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls)).model
+    assert calls == [1] and second == first and second is not first
+    assert as_json(second) == as_json(first)
+
+
+def test_a_changed_trace_misses_the_report_cache_and_drops_the_old_report(
+    trace: Path, isolated_cache: Path
+) -> None:
+    calls: list[int] = []
+    cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    write_trace(Scenario(kernels=[Kernel(0, 300, GEMM)]), trace)  # new size and mtime
+    os.utime(trace, ns=(10**18, 10**18))
+    model = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls)).model
+    assert len(calls) == 2 and model.gpus[0].span_ns == 300
+    assert [p.name for p in isolated_cache.glob("*.report")] == [
+        report_path(trace, Patterns(), OPTIONS).name
+    ]
+
+
+def test_a_touched_trace_of_the_same_size_misses_the_report_cache(trace: Path) -> None:
+    calls: list[int] = []
+    cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    os.utime(trace, ns=(10**18, 10**18))
+    cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    assert len(calls) == 2
+
+
+def test_other_model_options_get_their_own_report_and_other_patterns_replace_them(
+    trace: Path, isolated_cache: Path
+) -> None:
+    calls: list[int] = []
+    top1 = (1, None, (None, None))
+    for _ in range(2):
+        cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+        cached_report(trace, Patterns(), top1, builds_counted(trace, calls, 1))
+    assert len(calls) == 2
+    assert len(list(isolated_cache.glob("*.report"))) == 2
+    other = Patterns(layer="block_\\d+")
+    cached_report(trace, other, OPTIONS, builds_counted(trace, calls))
+    assert len(calls) == 3  # as the DuckDB cache, one set of patterns per trace is kept
+    assert [p.name for p in isolated_cache.glob("*.report")] == [
+        report_path(trace, other, OPTIONS).name
+    ]
+
+
+def test_a_corrupt_report_file_is_rebuilt_and_rewritten(trace: Path) -> None:
+    calls: list[int] = []
+    first = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls)).model
+    target = report_path(trace, Patterns(), OPTIONS)
+    for junk in (b"", b"not a pickle" * 10, target.read_bytes()[:100], pickle.dumps([1, 2])):
+        target.write_bytes(junk)
+        again = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+        assert again.model == first and again.pictures is None
+    assert len(calls) == 5
+    cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    assert len(calls) == 5  # the rebuilt file reads back
+
+
+def test_a_cached_report_keeps_its_pictures_so_a_warm_render_draws_nothing(
+    trace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    cold = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    assert cold.pictures is None
+    keep_pictures(cold, render.pictures(cold.model))
+    html = render_html(cold.model, "t", cold.pictures)
+
+    def no_drawing(*args: object) -> None:
+        raise AssertionError("a warm render must not draw")
+
+    monkeypatch.setattr(render, "pictures", no_drawing)
+    warm = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    assert warm.pictures == cold.pictures and calls == [1]
+    assert render_html(warm.model, "t", warm.pictures) == html
+
+
+def test_a_warm_cli_run_reads_the_report_file_and_writes_the_same_html(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    outputs = []
+    for i in range(2):
+        out = tmp_path / f"r{i}.html"
+        result = CliRunner().invoke(app, ["report", str(trace), "-o", str(out), "-q"])
+        assert result.exit_code == 0, result.output
+        outputs.append(out.read_text())
+        monkeypatch.setattr(load, "connect", lambda *a, **k: pytest.fail("warm opened DuckDB"))
+        monkeypatch.setattr(render, "pictures", lambda *a, **k: pytest.fail("warm drew"))
+    assert outputs[0] == outputs[1]
+
+
+def test_cache_clear_removes_the_reports_too(trace: Path, isolated_cache: Path) -> None:
+    cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, []))
+    assert {p.suffix for p in isolated_cache.iterdir()} == {".duckdb", ".report"}
+    result = CliRunner().invoke(app, ["cache", "clear"])
+    assert result.exit_code == 0 and result.stdout.startswith("Removed 2 cache file(s)")
+    assert list(isolated_cache.iterdir()) == []
+
+
+def test_an_unwritable_cache_folder_still_gives_the_report(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would go")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    calls: list[int] = []
+    for _ in range(2):
+        model = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls)).model
+        assert model.gpus[0].exposed_comm_ns == 80
+        assert "<svg" in render_html(model, "t")
+    assert len(calls) == 2
+
+
+def test_a_missing_trace_fails_as_without_a_cache(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="no such file"):
+        cached_report(tmp_path / "gone.sqlite", Patterns(), OPTIONS, lambda: None)

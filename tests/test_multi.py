@@ -54,7 +54,11 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def report_json(out: Path, *args: str) -> dict[str, Any]:
-    result = runner.invoke(app, ["report", *args, "--json", str(out), "-q", "--no-cache"])
+    """The JSON of a report on `args`; the HTML goes beside `out`, never beside the traces."""
+    html = out.with_suffix(".html")
+    result = runner.invoke(
+        app, ["report", *args, "--json", str(out), "-o", str(html), "-q", "--no-cache"]
+    )
     assert result.exit_code == 0, result.output
     data: dict[str, Any] = json.loads(out.read_text())
     return data
