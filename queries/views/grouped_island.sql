@@ -1,14 +1,16 @@
--- grouped_island: unions of kernel intervals per GPU and group (layer or collective op), with
--- the part of each union that no compute kernel on the GPU covers
+-- grouped_island: unions of kernel intervals per GPU and group (layer or collective op), as
+-- disjoint pieces, with the part of each piece that no compute kernel on the GPU covers
 --
 -- Materialised (CREATE TABLE) when the trace is opened: layers and collectives both read it.
 --
 -- Groupings: `layer` (parts compute, gemm, comm: the kernels launched inside that layer; the
 -- rest under `(outside layers)`) and `op` (part comm: the kernels of one collective op).
--- Each row is one island of the union (overlapping or touching intervals merged), so sums of
--- duration_ns are union lengths. exposed_ns is the island minus the union of all compute on
--- the GPU, whoever launched it: the compute time inside [start, end) sums the gpu_segment
--- rows between the island's two ends (two ASOF lookups, then an equality join on seq).
+-- In start order, each interval adds to its group's union only what reaches past every earlier
+-- interval of the group: [max(start, reach so far), end), when not empty. Those pieces are
+-- disjoint and together make the union, so sums of duration_ns are union lengths (one window
+-- pass, no island numbering). exposed_ns is the piece minus the union of all compute on the
+-- GPU, whoever launched it: a running total of compute time over gpu_segment gives the compute
+-- time before any instant with one ASOF lookup, so a piece's covered time is a difference.
 --
 -- Columns:
 --   pid           BIGINT    process id
@@ -16,10 +18,10 @@
 --   grouping      VARCHAR   layer or op
 --   group_key     VARCHAR   layer label, or collective op
 --   part          VARCHAR   compute, gemm or comm
---   start_ns      BIGINT    island start
---   end_ns        BIGINT    island end
---   duration_ns   BIGINT    island length
---   exposed_ns    BIGINT    comm islands: length not covered by any compute kernel on the GPU
+--   start_ns      BIGINT    piece start
+--   end_ns        BIGINT    piece end
+--   duration_ns   BIGINT    piece length
+--   exposed_ns    BIGINT    comm pieces: length not covered by any compute kernel on the GPU
 CREATE TABLE grouped_island AS
 WITH kernels AS (
     SELECT k.pid, k.device_id, k.start_ns, k.end_ns, k.class,
@@ -55,69 +57,50 @@ keyed AS (
     FROM members AS m
     JOIN groups AS g ON g.grouping = m.grouping AND g.group_key = m.group_key
 ),
-reached AS (
-    -- how far the group's earlier intervals reach: a new island opens past that point
-    SELECT *, max(end_ns) OVER w AS reach
-    FROM keyed
-    WINDOW w AS (
-        PARTITION BY pid, device_id, group_id, part_id ORDER BY start_ns, end_ns
-        ROWS UNBOUNDED PRECEDING
-    )
-),
-numbered AS (
-    SELECT *, sum(opens::BIGINT) OVER w AS island
+pieces AS (
+    SELECT pid, device_id, group_id, part_id,
+        greatest(start_ns, coalesce(reach, start_ns)) AS start_ns, end_ns
     FROM (
-        SELECT *, coalesce(start_ns > lag(reach) OVER w, true) AS opens
-        FROM reached
-        WINDOW w AS (PARTITION BY pid, device_id, group_id, part_id ORDER BY start_ns, end_ns)
+        SELECT *, max(end_ns) OVER (
+            PARTITION BY pid, device_id, group_id, part_id ORDER BY start_ns, end_ns
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) AS reach
+        FROM keyed
     )
-    WINDOW w AS (
-        PARTITION BY pid, device_id, group_id, part_id ORDER BY start_ns, end_ns
-        ROWS UNBOUNDED PRECEDING
-    )
+    WHERE reach IS NULL OR end_ns > reach
 ),
-islands AS (
-    SELECT n.pid, n.device_id, g.grouping, g.group_key,
-        ['compute', 'gemm', 'comm'][n.part_id + 1] AS part,
-        min(n.start_ns) AS start_ns, max(n.end_ns) AS end_ns
-    FROM numbered AS n
-    JOIN groups AS g ON g.group_id = n.group_id
-    GROUP BY n.pid, n.device_id, g.grouping, g.group_key, n.part_id, n.island
-),
-bounds AS (
-    -- Communication islands only need their exposed part: the first and last gpu_segment
-    -- row inside each (ASOF: the segment containing the instant).
-    SELECT i.*, coalesce(lo.seq, 0) AS lo_seq, coalesce(hi.seq, -1) AS hi_seq
-    FROM islands AS i
-    ASOF LEFT JOIN gpu_segment AS lo
-        ON lo.pid = i.pid AND lo.device_id = i.device_id AND lo.start_ns <= i.start_ns
-    ASOF LEFT JOIN gpu_segment AS hi
-        ON hi.pid = i.pid AND hi.device_id = i.device_id AND hi.start_ns < i.end_ns
-    WHERE i.part = 'comm'
-),
-inside AS (
-    SELECT b.*, unnest(range(b.lo_seq, b.hi_seq + 1)) AS seq FROM bounds AS b
-),
-covered AS (
-    -- compute time on the GPU inside the island
-    SELECT i.pid, i.device_id, i.grouping, i.group_key, i.part, i.start_ns, i.end_ns,
-        coalesce(sum(least(s.end_ns, i.end_ns) - greatest(s.start_ns, i.start_ns))
-            FILTER (s.n_compute > 0 AND s.end_ns > i.start_ns AND s.start_ns < i.end_ns), 0)
-            AS compute_ns
-    FROM inside AS i
-    LEFT JOIN gpu_segment AS s
-        ON s.pid = i.pid AND s.device_id = i.device_id AND s.seq = i.seq
-    GROUP BY i.pid, i.device_id, i.grouping, i.group_key, i.part, i.start_ns, i.end_ns
+compute_until AS (
+    -- compute time on the GPU from its first segment to the end of each segment
+    SELECT pid, device_id, start_ns, end_ns, n_compute > 0 AS computing,
+        sum(CASE WHEN n_compute > 0 THEN duration_ns ELSE 0 END) OVER (
+            PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING
+        ) AS until_end_ns
+    FROM gpu_segment
 ),
 exposed AS (
-    SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns,
-        end_ns - start_ns AS duration_ns,
-        (end_ns - start_ns - compute_ns)::BIGINT AS exposed_ns
-    FROM covered
+    -- compute before instant t: the running total at the end of the segment that starts at or
+    -- before t, less the part of that segment after t when it is computing
+    SELECT p.pid, p.device_id, p.group_id, p.part_id, p.start_ns, p.end_ns,
+        p.end_ns - p.start_ns
+            - (coalesce(hi.until_end_ns - CASE WHEN hi.computing
+                THEN greatest(hi.end_ns - p.end_ns, 0) ELSE 0 END, 0)
+              - coalesce(lo.until_end_ns - CASE WHEN lo.computing
+                THEN greatest(lo.end_ns - p.start_ns, 0) ELSE 0 END, 0)) AS exposed_ns
+    FROM pieces AS p
+    ASOF LEFT JOIN compute_until AS lo
+        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns <= p.start_ns
+    ASOF LEFT JOIN compute_until AS hi
+        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.start_ns <= p.end_ns
+    WHERE p.part_id = 2
 )
-SELECT * FROM exposed
+SELECT e.pid, e.device_id, g.grouping, g.group_key, 'comm' AS part, e.start_ns, e.end_ns,
+    e.end_ns - e.start_ns AS duration_ns, e.exposed_ns::BIGINT AS exposed_ns
+FROM exposed AS e
+JOIN groups AS g ON g.group_id = e.group_id
 UNION ALL
-SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns,
-    end_ns - start_ns, NULL
-FROM islands
-WHERE part <> 'comm'
+SELECT p.pid, p.device_id, g.grouping, g.group_key,
+    ['compute', 'gemm', 'comm'][p.part_id + 1], p.start_ns, p.end_ns,
+    p.end_ns - p.start_ns, NULL
+FROM pieces AS p
+JOIN groups AS g ON g.group_id = p.group_id
+WHERE p.part_id <> 2
