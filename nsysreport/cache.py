@@ -54,17 +54,23 @@ def cache_path(trace: Path, patterns: Patterns) -> Path:
     """The cache file for this trace as it is now (path, size, mtime) and these options."""
     stat = trace.stat()
     where = _digest(str(trace.resolve()))
+    # The code's digest too: a checkout that edits a view must not read tables the old SQL made.
     what = _digest(
-        str(stat.st_size), str(stat.st_mtime_ns), str(CACHE_FORMAT), __version__, repr(patterns)
+        str(stat.st_size),
+        str(stat.st_mtime_ns),
+        str(CACHE_FORMAT),
+        __version__,
+        repr(patterns),
+        _code_fingerprint(),
     )
     return cache_dir() / f"{where}-{what}{DB_SUFFIX}"
 
 
 def report_path(trace: Path, patterns: Patterns, options: tuple[Any, ...]) -> Path:
-    """The report file for this trace's cache key plus the model's options, the path as given
-    (the model records it) and the analysis code (a checkout edits it without a new version)."""
+    """The report file for this trace's cache key (code digest included) plus the model's
+    options and the path as given (the model records it)."""
     db = cache_path(trace, patterns)
-    what = _digest(repr(options), str(trace), _code_fingerprint())
+    what = _digest(repr(options), str(trace))
     return db.with_name(f"{db.stem}-{what}{REPORT_SUFFIX}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -71,8 +72,21 @@ def _print_clocks(console: Console, report: Report) -> None:
     """Several files: each one's clock offset against the reference, and how it was found."""
     if not report.clocks:
         return
+    others = report.clocks[1:]
+    if len(others) > 8:  # a big job: one line; the report and the JSON list every file
+        sources = Counter(c.source for c in others)
+        how = ", ".join(f"{n} by {source}" for source, n in sources.most_common())
+        worst = max(
+            (c.residual_max_ns or 0 for c in others if c.source == "collectives"), default=0
+        )
+        console.print(
+            f"Clocks: {len(others)} files aligned to {report.clocks[0].file} ({how}; "
+            f"largest residual {fmt_ns(worst)})",
+            soft_wrap=True,
+        )
+        return
     console.print(f"Clocks, on {report.clocks[0].file}'s time line:")
-    for c in report.clocks[1:]:
+    for c in others:
         residual = "" if c.residual_p50_ns is None else f", residual {fmt_ns(c.residual_p50_ns)}"
         console.print(
             f"  {c.file}: {c.offset_ns:+,} ns ({c.source}, {c.instances} instances{residual})",
