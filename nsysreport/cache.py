@@ -9,7 +9,6 @@ import pickle
 import tempfile
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -80,11 +79,13 @@ def _digest(*parts: str) -> str:
 
 @cache
 def _code_fingerprint() -> str:
-    """A digest of the package's Python and SQL files: what the report model is computed by."""
+    """A digest of what the tables and outputs are made by: the package's Python, the SQL and
+    the templates (a checkout edits them without a new version number)."""
     from nsysreport.queries import resource_dir
 
-    package = Path(__file__).parent
-    files = sorted(package.rglob("*.py")) + sorted(resource_dir("queries").rglob("*.sql"))
+    files = sorted(Path(__file__).parent.rglob("*.py"))
+    for folder in ("queries", "templates"):
+        files += sorted(p for p in resource_dir(folder).rglob("*") if p.is_file())
     sha = hashlib.sha256()
     for f in files:
         sha.update(f.name.encode())
@@ -92,14 +93,39 @@ def _code_fingerprint() -> str:
     return sha.hexdigest()[:16]
 
 
-@dataclass(slots=True)
 class CachedReport(Generic[T]):
-    """A report model from the cache (or just built and kept there), with the pictures its file
-    holds: None until keep_pictures adds them after the first render."""
+    """A report model from the cache (or just built), with the outputs kept beside it.
 
-    model: T
-    pictures: dict[str, str] | None
-    path: Path
+    Outputs are anything derived from the model alone (the HTML with a placeholder for its
+    generation time, the JSON text): a warm run writes them as they are, so it neither queries
+    nor draws nor encodes. The model itself is unpickled only when asked for.
+    """
+
+    def __init__(
+        self, path: Path, model_bytes: bytes, outputs: dict[str, Any], build: Callable[[], T]
+    ) -> None:
+        self.path = path
+        self._model_bytes = model_bytes
+        self._model: T | None = None
+        self._build = build
+        self.outputs = outputs
+
+    @property
+    def model(self) -> T:
+        if self._model is None:
+            try:
+                self._model = pickle.loads(self._model_bytes)
+            except UNREADABLE:  # damaged inside a readable file: build it again, keep that
+                self._model = self._build()
+                self._model_bytes = pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL)
+                self.outputs = {}
+                _write(self.path, self._model_bytes, {})
+        return self._model
+
+    def keep(self, **outputs: Any) -> None:
+        """Add outputs to the file (best effort, as every cache write)."""
+        self.outputs.update(outputs)
+        _write(self.path, self._model_bytes, self.outputs)
 
 
 def cached_report(
@@ -117,28 +143,28 @@ def cached_report(
     target = report_path(trace, patterns, options)
     stored = _read(target)
     if stored is not None:
-        return CachedReport(stored["model"], stored["pictures"], target)
+        return CachedReport(target, stored["model"], stored["outputs"], build)
     model = build()
-    _write(target, model, None)
+    cached: CachedReport[T] = CachedReport(
+        target, pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), {}, build
+    )
+    cached._model = model
+    _write(target, cached._model_bytes, {})
     _drop_older(target)
-    return CachedReport(model, None, target)
-
-
-def keep_pictures(cached: CachedReport[Any], pictures: dict[str, str]) -> None:
-    """Store the pictures drawn for a cached model beside it: a warm run then draws nothing.
-    Pictures are a function of the model and of this code, which the file's key covers."""
-    cached.pictures = pictures
-    _write(cached.path, cached.model, pictures)
+    return cached
 
 
 def _read(target: Path) -> dict[str, Any] | None:
-    """A report file's model and pictures, or None when missing, corrupt or of another key."""
+    """A report file's pickled model and outputs, or None when missing, corrupt or of another
+    key. The key covers the code, so the model unpickles; CachedReport.model rebuilds if not."""
     try:
         with target.open("rb") as f:
             stored = pickle.load(f)
         if stored["name"] != target.name:
             raise ValueError(f"{target.name}: written for {stored['name']}")
-        return {"model": stored["model"], "pictures": stored["pictures"]}
+        if not isinstance(stored["model"], bytes) or not isinstance(stored["outputs"], dict):
+            raise TypeError(f"{target.name}: not a report file")
+        return {"model": stored["model"], "outputs": stored["outputs"]}
     except FileNotFoundError:
         return None
     except UNREADABLE:
@@ -147,9 +173,9 @@ def _read(target: Path) -> dict[str, Any] | None:
         return None
 
 
-def _write(target: Path, model: object, pictures: dict[str, str] | None) -> None:
+def _write(target: Path, model_bytes: bytes, outputs: dict[str, Any]) -> None:
     """Pickle under a unique temporary name and rename into place (as the DuckDB cache)."""
-    content = {"name": target.name, "model": model, "pictures": pictures}
+    content = {"name": target.name, "model": model_bytes, "outputs": outputs}
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.stem}.", suffix=".tmp")

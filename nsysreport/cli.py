@@ -10,15 +10,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from nsysreport import __version__
 from nsysreport.errors import NsysReportError, OptionError, TraceError
-
-if TYPE_CHECKING:
-    from nsysreport.model import Report
 
 app = typer.Typer(
     add_completion=False,
@@ -145,9 +142,8 @@ def report(
     ranks from MPI_RANKS, the launcher's rank variable in the capture, else file order; clocks
     aligned from the session start, then from the collectives' end times.
     """
-    from nsysreport.model import as_json
+    from nsysreport import outputs
     from nsysreport.patterns import parse_patterns
-    from nsysreport.render import render_html
 
     def work() -> None:
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
@@ -155,72 +151,47 @@ def report(
             raise OptionError(f"--paper {paper!r}: expected A4 or letter")
         paths = expand_inputs(traces)
         window = _parse_range(timeline_range)
+        options = (top, timeline_step, window)
+        want_json = json_path is not None
         with _progress(quiet) as progress:
             progress("checking the trace")
-            svg = None
             if len(paths) == 1:
-                from nsysreport.load import open_trace
-                from nsysreport.model import build_report
-
-                def build() -> Report:
-                    con = open_trace(
-                        paths[0], lambda t: progress(f"loading {t}"), patterns, not no_cache
-                    )
-                    progress("analysing")
-                    return build_report(con, paths[0], top, timeline_step, window)
-
-                if no_cache:
-                    model = build()
-                else:
-                    from nsysreport.cache import cached_report, keep_pictures
-                    from nsysreport.render import pictures
-
-                    # A rerun on the unchanged trace with the same options reads the finished
-                    # model and its pictures: no query, no drawing.
-                    cached = cached_report(paths[0], patterns, (top, timeline_step, window), build)
-                    model = cached.model
-                    if cached.pictures is None:
-                        progress("drawing")
-                        keep_pictures(cached, pictures(model))
-                    svg = cached.pictures
+                made = outputs.one_trace(
+                    paths[0], patterns, options, not no_cache, want_json, _generated_at(), progress
+                )
             else:
-                from nsysreport.load import check_file
-                from nsysreport.multi import build_multi_report
                 from nsysreport.workers import default_jobs
 
-                for path in paths:
-                    check_file(path)  # every bad file fails before any work starts
-                model = build_multi_report(
+                run = {
+                    "jobs": jobs or default_jobs(),
+                    "scheduler": scheduler,
+                    "align": not no_align,
+                }
+                made = outputs.several_traces(
                     paths,
                     patterns,
-                    top,
-                    timeline_step,
-                    window,
-                    jobs=jobs or default_jobs(),
-                    scheduler=scheduler,
-                    align=not no_align,
-                    cache=not no_cache,
-                    progress=progress,
+                    options,
+                    not no_cache,
+                    want_json,
+                    _generated_at(),
+                    progress,
+                    run,
                 )
-            progress("rendering")
-            html = render_html(model, _generated_at(), svg)
         out = output or default_output(paths)
-        written = _write_outputs(html, out, pdf, paper)
-        if json_path is not None:
-            text = json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
+        written = _write_outputs(made.html, out, pdf, paper)
+        quiet_summary = quiet
+        if json_path is not None and made.json_text is not None:
+            text = made.json_text
             if str(json_path) == "-":
                 sys.stdout.write(text)
                 quiet_summary = True
             else:
                 _write_atomic(json_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
                 written.append(json_path)
-                quiet_summary = quiet
-        else:
-            quiet_summary = quiet
         if not quiet_summary:
             from nsysreport.summary import print_summary
 
-            print_summary(model, written)
+            print_summary(made.model(), written)
 
     _run(work)
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from nsysreport import load, render
-from nsysreport.cache import cache_path, cached_report, keep_pictures, report_path
+from nsysreport import load, model, render
+from nsysreport.cache import cache_path, cached_report, report_path
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
 from nsysreport.load import open_trace
@@ -154,7 +154,7 @@ def test_an_unwritable_cache_folder_falls_back_to_memory(
     assert row["exposed_comm_ns"] == 80
 
 
-# The report cache: the finished model (and its pictures) per trace, patterns and model options.
+# The report cache: the finished model (and its pages) per trace, patterns and model options.
 
 OPTIONS = (10, None, (None, None))  # top, timeline step, timeline range: the report defaults
 
@@ -231,43 +231,50 @@ def test_a_corrupt_report_file_is_rebuilt_and_rewritten(trace: Path) -> None:
     for junk in (b"", b"not a pickle" * 10, target.read_bytes()[:100], pickle.dumps([1, 2])):
         target.write_bytes(junk)
         again = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
-        assert again.model == first and again.pictures is None
+        assert again.model == first and again.outputs == {}
     assert len(calls) == 5
     cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
     assert len(calls) == 5  # the rebuilt file reads back
 
 
-def test_a_cached_report_keeps_its_pictures_so_a_warm_render_draws_nothing(
-    trace: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_kept_outputs_come_back_with_the_model_unpickled_only_when_asked(trace: Path) -> None:
     calls: list[int] = []
     cold = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
-    assert cold.pictures is None
-    keep_pictures(cold, render.pictures(cold.model))
-    html = render_html(cold.model, "t", cold.pictures)
-
-    def no_drawing(*args: object) -> None:
-        raise AssertionError("a warm render must not draw")
-
-    monkeypatch.setattr(render, "pictures", no_drawing)
+    assert cold.outputs == {}
+    cold.keep(html="<p>page</p>", json="{}")
     warm = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
-    assert warm.pictures == cold.pictures and calls == [1]
-    assert render_html(warm.model, "t", warm.pictures) == html
+    assert warm.outputs == {"html": "<p>page</p>", "json": "{}"} and calls == [1]
+    assert warm._model is None  # not unpickled yet
+    assert warm.model == cold.model and calls == [1]
 
 
-def test_a_warm_cli_run_reads_the_report_file_and_writes_the_same_html(
+def test_a_model_damaged_inside_a_readable_file_is_built_again(trace: Path) -> None:
+    calls: list[int] = []
+    cold = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    cold._model_bytes = b"not a pickle"
+    cold.keep(html="stale")
+    warm = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls))
+    assert warm.model == cold.model and calls == [1, 1] and warm.outputs == {}
+
+
+def test_a_warm_cli_run_writes_the_kept_pages_with_its_own_time(
     trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
-    outputs = []
-    for i in range(2):
-        out = tmp_path / f"r{i}.html"
-        result = CliRunner().invoke(app, ["report", str(trace), "-o", str(out), "-q"])
+    pages, texts = [], []
+    for i, epoch in enumerate(("0", "86400")):  # the second run is a day later
+        monkeypatch.setenv("SOURCE_DATE_EPOCH", epoch)
+        out, js = tmp_path / f"r{i}.html", tmp_path / f"r{i}.json"
+        result = CliRunner().invoke(app, ["report", str(trace), "-o", str(out), "--json", str(js)])
         assert result.exit_code == 0, result.output
-        outputs.append(out.read_text())
+        assert "Verdict:" in result.stdout  # the summary unpickles the model
+        pages.append(out.read_text())
+        texts.append(js.read_text())
         monkeypatch.setattr(load, "connect", lambda *a, **k: pytest.fail("warm opened DuckDB"))
-        monkeypatch.setattr(render, "pictures", lambda *a, **k: pytest.fail("warm drew"))
-    assert outputs[0] == outputs[1]
+        monkeypatch.setattr(render, "render_html", lambda *a, **k: pytest.fail("warm rendered"))
+        monkeypatch.setattr(model, "as_json", lambda *a, **k: pytest.fail("warm encoded"))
+    assert "1970-01-01 00:00 UTC" in pages[0] and "1970-01-02" not in pages[0]
+    assert pages[1] == pages[0].replace("1970-01-01 00:00 UTC", "1970-01-02 00:00 UTC")
+    assert texts[1] == texts[0]
 
 
 def test_cache_clear_removes_the_reports_too(trace: Path, isolated_cache: Path) -> None:

@@ -1,0 +1,101 @@
+"""The report command's outputs (HTML, JSON text, the model for the summary) for one trace or
+several, from the report cache when the same report was made before."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nsysreport.model import Report
+    from nsysreport.patterns import Patterns
+
+Progress = Callable[[str], None]
+# Stands for the generation time in a cached page: the one thing that differs between runs.
+GENERATED_AT = "@@nsysreport-generated-at@@"
+
+
+@dataclass(frozen=True, slots=True)
+class Outputs:
+    html: str
+    json_text: str | None  # None unless asked for
+    model: Callable[[], Report]  # built or unpickled only when the summary needs it
+
+
+def json_text(model: Report) -> str:
+    from nsysreport.model import as_json
+
+    return json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
+
+
+def one_trace(
+    path: Path,
+    patterns: Patterns,
+    model_options: tuple[int, str | None, tuple[int | None, int | None]],
+    cache: bool,
+    want_json: bool,
+    generated_at: str,
+    progress: Progress,
+) -> Outputs:
+    """A report of one trace. With the cache, a rerun on the unchanged trace with the same
+    options writes the pages it kept: no query, no drawing, no JSON encoding."""
+    from nsysreport.load import open_trace
+    from nsysreport.model import build_report
+    from nsysreport.render import render_html
+
+    top, step, window = model_options
+
+    def build() -> Report:
+        con = open_trace(path, lambda t: progress(f"loading {t}"), patterns, cache)
+        progress("analysing")
+        return build_report(con, path, top, step, window)
+
+    if not cache:
+        model = build()
+        progress("rendering")
+        html = render_html(model, generated_at)
+        return Outputs(html, json_text(model) if want_json else None, lambda: model)
+
+    from nsysreport.cache import cached_report
+
+    cached = cached_report(path, patterns, model_options, build)
+    new: dict[str, Any] = {}
+    page = cached.outputs.get("html")
+    if page is None:
+        progress("rendering")
+        page = new["html"] = render_html(cached.model, GENERATED_AT)
+    text = cached.outputs.get("json") if want_json else None
+    if want_json and text is None:
+        text = new["json"] = json_text(cached.model)
+    if new:
+        cached.keep(**new)
+    return Outputs(page.replace(GENERATED_AT, generated_at), text, lambda: cached.model)
+
+
+def several_traces(
+    paths: Sequence[Path],
+    patterns: Patterns,
+    model_options: tuple[int, str | None, tuple[int | None, int | None]],
+    cache: bool,
+    want_json: bool,
+    generated_at: str,
+    progress: Progress,
+    run_options: dict[str, Any],
+) -> Outputs:
+    """One report over several traces (nsysreport.multi); `run_options`: jobs, scheduler, align."""
+    from nsysreport.load import check_file
+    from nsysreport.multi import build_multi_report
+    from nsysreport.render import render_html
+
+    for path in paths:
+        check_file(path)  # every bad file fails before any work starts
+    top, step, window = model_options
+    model = build_multi_report(
+        paths, patterns, top, step, window, cache=cache, progress=progress, **run_options
+    )
+    progress("rendering")
+    html = render_html(model, generated_at)
+    return Outputs(html, json_text(model) if want_json else None, lambda: model)
