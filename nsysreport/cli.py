@@ -15,7 +15,8 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from nsysreport import __version__
-from nsysreport.errors import NsysReportError, OptionError, TraceError
+from nsysreport.errors import NsysReportError, OptionError
+from nsysreport.inputs import expand_inputs
 
 app = typer.Typer(
     add_completion=False,
@@ -196,46 +197,6 @@ def report(
     _run(work)
 
 
-def expand_inputs(args: Sequence[str]) -> list[Path]:
-    """The trace files named by `args`: files, directories (their traces) and quoted globs.
-
-    Directories and globs list their files in natural order (rank2 before rank10), which is the
-    rank order of last resort.
-    """
-    import glob
-
-    paths: list[Path] = []
-    for arg in args:
-        path = Path(arg)
-        if path.is_dir():
-            found = [p for p in path.iterdir() if p.is_file() and _is_trace_name(p.name)]
-            if not found:
-                raise TraceError(f"{path}: is a directory with no .sqlite or .json(.gz) traces")
-            paths += sorted(found, key=_natural)
-        elif not path.exists() and glob.has_magic(arg):
-            matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file()]
-            if not matches:
-                raise TraceError(f"{arg}: no file matches")
-            paths += sorted(matches, key=_natural)
-        else:
-            paths.append(path)
-    resolved = [p.resolve() for p in paths]
-    twice = next((p for i, p in enumerate(paths) if resolved[i] in resolved[:i]), None)
-    if twice is not None:
-        raise OptionError(f"{twice}: given twice; each rank's file once")
-    return paths
-
-
-def _is_trace_name(name: str) -> bool:
-    return name.endswith((".sqlite", ".json", ".json.gz")) and not name.endswith(".report.json")
-
-
-def _natural(path: Path) -> list[Any]:
-    import re
-
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
-
-
 def default_output(paths: Sequence[Path]) -> Path:
     """TRACE.report.html beside one trace; PREFIX-Nfiles.report.html beside the first of several."""
     first = paths[0]
@@ -251,7 +212,11 @@ def default_output(paths: Sequence[Path]) -> Path:
 @app.command("gate")
 def gate(
     trace: Annotated[
-        Path, typer.Argument(help="Nsight Systems SQLite export, or a `report --json` file.")
+        Path,
+        typer.Argument(
+            help="Nsight Systems SQLite export, a directory of per-rank files, or a "
+            "`report --json` file."
+        ),
     ],
     budget: Annotated[
         Path | None,
@@ -406,7 +371,10 @@ def query(
 def compare_command(
     inputs: Annotated[
         list[str],
-        typer.Argument(help="Traces or saved report JSONs, optionally LABEL=PATH; two or more."),
+        typer.Argument(
+            help="Traces, directories of per-rank files, or saved report JSONs, optionally "
+            "LABEL=PATH; two or more."
+        ),
     ],
     output: Annotated[
         Path, typer.Option("-o", "--output", help="Comparison report (.html, or .pdf).")

@@ -49,18 +49,18 @@ class Comparison:
 def load_inputs(
     specs: Sequence[str], patterns: Patterns, cache: bool = False
 ) -> list[tuple[str, dict[str, Any]]]:
-    """`[label=]path` -> (label, report JSON); a .json is a saved report, anything else a trace."""
+    """`[label=]path` -> (label, report JSON); a .json is a saved report, a directory the
+    per-rank files of one configuration, anything else a trace."""
     loaded = []
     for spec in specs:
         label, path = _split_label(spec)
         if path.suffix == ".json":
             loaded.append((label, _read_report_json(path)))
             continue
-        from nsysreport.load import open_trace
-        from nsysreport.model import as_json, build_report
+        from nsysreport.model import as_json
+        from nsysreport.outputs import report_of
 
-        con = open_trace(path, patterns=patterns, cache=cache)
-        loaded.append((label, as_json(build_report(con, path))))
+        loaded.append((label, as_json(report_of(path, patterns, cache))))
     labels = _short_labels([label for label, _ in loaded], specs)
     loaded = [(label, data) for label, (_, data) in zip(labels, loaded, strict=True)]
     if len(set(labels)) != len(labels):

@@ -420,12 +420,14 @@ def merge(base: Budget | None, override: Budget) -> Budget:
 
 
 def load_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:
-    """The report JSON of a trace (.sqlite, analysed now) or of a `report --json` file."""
-    if path.suffix.lower() != ".json":
-        from nsysreport.load import open_trace
-        from nsysreport.model import as_json, build_report
+    """The report JSON of a trace (.sqlite, analysed now), a directory of per-rank files (one
+    report over all of them) or a `report --json` file."""
+    if path.suffix.lower() != ".json" or path.is_dir():
+        from nsysreport.model import as_json
+        from nsysreport.outputs import report_of
+        from nsysreport.patterns import Patterns
 
-        return as_json(build_report(open_trace(path, patterns=patterns, cache=cache), path))
+        return as_json(report_of(path, patterns or Patterns(), cache))
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:

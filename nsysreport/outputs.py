@@ -31,6 +31,23 @@ def json_text(model: Report) -> str:
     return json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
 
 
+def report_of(path: Path, patterns: Patterns, cache: bool) -> Report:
+    """The model of one trace, or of a directory of per-rank files as one job (compare and gate
+    take these as one configuration each); the workers are one per core."""
+    from nsysreport.inputs import expand_inputs
+
+    paths = expand_inputs([str(path)])
+    if len(paths) == 1:
+        from nsysreport.load import open_trace
+        from nsysreport.model import build_report
+
+        return build_report(open_trace(paths[0], patterns=patterns, cache=cache), paths[0])
+    from nsysreport.multi import build_multi_report
+    from nsysreport.workers import default_jobs
+
+    return build_multi_report(paths, patterns, cache=cache, jobs=default_jobs())
+
+
 def one_trace(
     path: Path,
     patterns: Patterns,

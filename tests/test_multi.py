@@ -320,3 +320,35 @@ def test_copies_of_the_same_trace_are_told_apart_by_path(tmp_path: Path) -> None
     args = [str(tmp_path / f"n{r}" / "trace.sqlite") for r in range(2)]
     data = report_json(tmp_path / "r.json", *args, "--jobs", "1")
     assert [r["file"] for r in data["ranks"]] == args
+
+
+def test_compare_and_gate_take_a_directory_of_per_rank_files_as_one_config(
+    tmp_path: Path,
+) -> None:
+    """Each configuration captured one file per rank compares as its one-file capture does."""
+    singles, folders = [], []
+    for tp in (2, 4):
+        run_config = TensorParallelConfig(tp=tp, steps=2, layers_simulated=2)
+        singles.append(str(write_trace(tensor_parallel(run_config), tmp_path / f"tp{tp}.sqlite")))
+        folder = tmp_path / f"tp{tp}"
+        shifts = [r * 1_000_003 for r in range(tp)]  # every rank's clock elsewhere
+        write_rank_files(tensor_parallel(run_config), folder, shifts)
+        folders.append(str(folder))
+    results = []
+    for inputs in (singles, folders):
+        out = tmp_path / f"cmp{len(results)}.json"
+        args = ["compare", *inputs, "--json", str(out), "-o", str(out.with_suffix(".html")), "-q"]
+        result = runner.invoke(app, args)
+        assert result.exit_code == 0, result.output
+        results.append(json.loads(out.read_text()))
+    one, per_rank = results
+    assert [c["label"] for c in per_rank["configs"]] == ["tp2", "tp4"]
+    for a, b in zip(one["configs"], per_rank["configs"], strict=True):
+        assert (a["gpus"], a["step_time_ns"], a["speedup"]) == (
+            b["gpus"],
+            b["step_time_ns"],
+            b["speedup"],
+        )
+    gate = runner.invoke(app, ["gate", folders[1], "--max", "exposed_comm_pct=100"])
+    assert gate.exit_code == 0, gate.output
+    assert "tp4" in gate.output

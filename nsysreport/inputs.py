@@ -1,0 +1,47 @@
+"""Which trace files the command line names: files, directories of per-rank files, globs."""
+
+from __future__ import annotations
+
+import glob
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from nsysreport.errors import OptionError, TraceError
+
+
+def expand_inputs(args: Sequence[str]) -> list[Path]:
+    """The trace files named by `args`: files, directories (their traces) and quoted globs.
+
+    Directories and globs list their files in natural order (rank2 before rank10), which is the
+    rank order of last resort.
+    """
+    paths: list[Path] = []
+    for arg in args:
+        path = Path(arg)
+        if path.is_dir():
+            found = [p for p in path.iterdir() if p.is_file() and _is_trace_name(p.name)]
+            if not found:
+                raise TraceError(f"{path}: is a directory with no .sqlite or .json(.gz) traces")
+            paths += sorted(found, key=_natural)
+        elif not path.exists() and glob.has_magic(arg):
+            matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file()]
+            if not matches:
+                raise TraceError(f"{arg}: no file matches")
+            paths += sorted(matches, key=_natural)
+        else:
+            paths.append(path)
+    resolved = [p.resolve() for p in paths]
+    twice = next((p for i, p in enumerate(paths) if resolved[i] in resolved[:i]), None)
+    if twice is not None:
+        raise OptionError(f"{twice}: given twice; each rank's file once")
+    return paths
+
+
+def _is_trace_name(name: str) -> bool:
+    return name.endswith((".sqlite", ".json", ".json.gz")) and not name.endswith(".report.json")
+
+
+def _natural(path: Path) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(path))]
