@@ -207,16 +207,16 @@ def is_kineto(path: Path) -> bool:
     return path.name.lower().endswith(SUFFIXES)
 
 
-def _document_bytes(path: Path) -> int:
-    """The JSON document's size: the file's, or for gzip the size its footer records (mod 2^32,
-    so a document past 4 GiB, or a multi-member file, is read to count)."""
+def _document_bytes(path: Path, count: bool = False) -> int:
+    """The JSON document's size: the file's, or for gzip the size its footer records (the last
+    member's, mod 2^32); with `count`, or when the footer cannot be right, read and counted."""
     size = path.stat().st_size
     if not path.name.lower().endswith(".gz") or size < 18:
         return size
     with path.open("rb") as f:
         f.seek(-4, 2)
         recorded = int.from_bytes(f.read(4), "little")
-    if recorded >= size:
+    if recorded >= size and not count:
         return recorded
     import gzip
 
@@ -238,14 +238,21 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         "dur VARCHAR, args JSON)[]', 'deviceProperties': 'JSON[]', 'distributedInfo': 'JSON', "
         "'schemaVersion': 'JSON', 'pytorch_version': 'JSON', 'hostname': 'JSON'}"
     )
-    size = min(_document_bytes(path) + (1 << 20), MAX_OBJECT_BYTES)
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
     try:
-        con.execute(f"SET memory_limit = '{max(4 * size, 1 << 30) >> 20}MiB'")
-        con.execute(
-            f"CREATE TEMP TABLE kineto_doc AS SELECT * FROM read_json('{text}', "
-            f"columns = {columns}, format = 'unstructured', maximum_object_size = {size})"
-        )
+        for count in (False, True):
+            # The gzip footer's size is the last member's: a multi-member file is counted.
+            size = min(_document_bytes(path, count) + (1 << 20), MAX_OBJECT_BYTES)
+            con.execute(f"SET memory_limit = '{max(4 * size, 1 << 30) >> 20}MiB'")
+            try:
+                con.execute(
+                    f"CREATE TEMP TABLE kineto_doc AS SELECT * FROM read_json('{text}', "
+                    f"columns = {columns}, format = 'unstructured', maximum_object_size = {size})"
+                )
+                break
+            except duckdb.InvalidInputException as exc:
+                if count or "maximum_object_size" not in str(exc):
+                    raise
         rows = con.execute("SELECT count(*), count(traceEvents) FROM kineto_doc").fetchone()
         if rows != (1, 1):
             raise TraceError(

@@ -234,3 +234,14 @@ def test_bad_json_is_one_line_trace_error(tmp_path: Path, content: bytes, messag
     assert message in str(err.value)
     assert str(path) in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_a_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
+    """gzip's size footer is the last member's: a 54 MB document split in two members must not
+    be sized by its 27 MB tail (DuckDB refuses documents past maximum_object_size)."""
+    data = gzip.decompress(kineto("v100_ddp_rank1").read_bytes())
+    split = tmp_path / "v100_two_members.json.gz"
+    split.write_bytes(gzip.compress(data[: len(data) // 2]) + gzip.compress(data[len(data) // 2 :]))
+    count = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+    whole = open_trace(kineto("v100_ddp_rank1")).execute(count).fetchone()
+    assert open_trace(split).execute(count).fetchone() == whole
