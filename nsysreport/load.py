@@ -177,9 +177,9 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
     """A DuckDB (in memory, or a cache file) that can never try to download an extension."""
     import duckdb
 
+    from nsysreport.workers import THREADS_VARIABLE, default_jobs
+
     spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
-    # The CPUs this process may use: a container or taskset may allow fewer than exist.
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
     con = duckdb.connect(
         str(database) if database else ":memory:",
         read_only=read_only,
@@ -187,8 +187,7 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
             "autoinstall_known_extensions": False,
             "autoload_known_extensions": False,
             # A worker of a multi-file run gets its share of the cores (nsysreport.workers).
-            "threads": int(os.environ.get("NSYSREPORT_THREADS") or 0)
-            or (len(cpus) if cpus else os.cpu_count() or 1),
+            "threads": int(os.environ.get(THREADS_VARIABLE) or 0) or default_jobs(),
             # Lets the SQLite scan use every thread; every query orders its own output.
             "preserve_insertion_order": False,
             # DuckDB runs an ASOF join as a nested loop when it expects at most 64 left rows;

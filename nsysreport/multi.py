@@ -22,7 +22,7 @@ from nsysreport.align import FileClock, align_files, session_epoch
 from nsysreport.model import Report, build_report
 from nsysreport.patterns import Patterns
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
-from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup
+from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
 from nsysreport.sections.kernels import KernelSummary
 from nsysreport.sections.layers import across_gpus
 from nsysreport.sections.timeline import (
@@ -283,12 +283,9 @@ def _stragglers(
     frames = []
     for part, clock in zip(parts, clocks, strict=True):
         mapping = pl.DataFrame(
-            {
-                "pid": [k[1] for k in keys if k[0] == part.name],
-                "device_id": [k[2] for k in keys if k[0] == part.name],
-                "gpu": [stand_in[k] for k in keys if k[0] == part.name],
-            },
+            [(pid, dev, stand_in[(f, pid, dev)]) for f, pid, dev in keys if f == part.name],
             schema={"pid": pl.Int64, "device_id": pl.Int64, "gpu": pl.Int64},
+            orient="row",
         )
         frames.append(
             part.instances.join(mapping, on=("pid", "device_id")).select(
@@ -318,10 +315,7 @@ def _stragglers(
         )
     con.close()
     gpus.sort(key=lambda g: (g.rank, g.file, g.pid, g.device_id))
-    worst = max(gpus, key=lambda g: (g.caused_wait_ns, -g.rank), default=None)
-    straggler = worst if worst is not None and worst.caused_wait_ns > 0 else None
-    matched = gpus[0].matched_instances if gpus else 0
-    return Stragglers(matched, tuple(unmatched), tuple(gpus), straggler)
+    return stragglers_of(tuple(gpus), tuple(unmatched))
 
 
 def _top_kernels(kernels: Sequence[KernelSummary], top: int) -> tuple[KernelSummary, ...]:

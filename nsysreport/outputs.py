@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from nsysreport.patterns import Patterns
 
 Progress = Callable[[str], None]
+ModelOptions = tuple[int, str | None, tuple[int | None, int | None]]  # top, step, time window
 # Stands for the generation time in a cached page: the one thing that differs between runs.
 GENERATED_AT = "@@nsysreport-generated-at@@"
 
@@ -51,7 +52,7 @@ def report_of(path: Path, patterns: Patterns, cache: bool) -> Report:
 def one_trace(
     path: Path,
     patterns: Patterns,
-    model_options: tuple[int, str | None, tuple[int | None, int | None]],
+    model_options: ModelOptions,
     cache: bool,
     want_json: bool,
     generated_at: str,
@@ -71,10 +72,7 @@ def one_trace(
         return build_report(con, path, top, step, window)
 
     if not cache:
-        model = build()
-        progress("rendering")
-        html = render_html(model, generated_at)
-        return Outputs(html, json_text(model) if want_json else None, lambda: model)
+        return _rendered(build(), want_json, generated_at, progress)
 
     from nsysreport.cache import cached_report
 
@@ -95,7 +93,7 @@ def one_trace(
 def several_traces(
     paths: Sequence[Path],
     patterns: Patterns,
-    model_options: tuple[int, str | None, tuple[int | None, int | None]],
+    model_options: ModelOptions,
     cache: bool,
     want_json: bool,
     generated_at: str,
@@ -105,7 +103,6 @@ def several_traces(
     """One report over several traces (nsysreport.multi); `run_options`: jobs, scheduler, align."""
     from nsysreport.load import check_file
     from nsysreport.multi import build_multi_report
-    from nsysreport.render import render_html
 
     for path in paths:
         check_file(path)  # every bad file fails before any work starts
@@ -113,6 +110,13 @@ def several_traces(
     model = build_multi_report(
         paths, patterns, top, step, window, cache=cache, progress=progress, **run_options
     )
+    return _rendered(model, want_json, generated_at, progress)
+
+
+def _rendered(model: Report, want_json: bool, generated_at: str, progress: Progress) -> Outputs:
+    """The outputs of a model built in this run (nothing kept)."""
+    from nsysreport.render import render_html
+
     progress("rendering")
     html = render_html(model, generated_at)
     return Outputs(html, json_text(model) if want_json else None, lambda: model)

@@ -15,7 +15,8 @@ THREADS_VARIABLE = "NSYSREPORT_THREADS"  # DuckDB threads per worker (load.conne
 
 
 def default_jobs() -> int:
-    """The cores this process may run on (a container or taskset can allow fewer than exist)."""
+    """The cores this process may run on (a container or taskset can allow fewer than exist):
+    the default worker count, and each DuckDB's thread count."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 

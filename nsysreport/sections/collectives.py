@@ -107,6 +107,13 @@ def build_stragglers(
         {**r, "file": file, "rank": ranks[(r["pid"], r["device_id"])][0]}
         for r in run_query(con, "straggler_unmatched").to_dicts()
     )
+    return stragglers_of(gpus, unmatched)
+
+
+def stragglers_of(
+    gpus: tuple[StragglerGpu, ...], unmatched: tuple[dict[str, Any], ...]
+) -> Stragglers:
+    """The straggler (the GPU causing the most waiting, if any did) among straggler_gpu's rows."""
     worst = max(gpus, key=lambda g: (g.caused_wait_ns, -g.rank), default=None)
     straggler = worst if worst is not None and worst.caused_wait_ns > 0 else None
     matched = gpus[0].matched_instances if gpus else 0
