@@ -1,10 +1,11 @@
 -- step_breakdown: per step and GPU, the step time and its full time breakdown
 --
 -- A step's window on a GPU runs from the first start to the last end of the activities it
--- launched (step_window). Every metric is METRICS.md's, over all of the GPU's activity clipped
--- to that window (work launched earlier that runs into the step counts too): the gpu_segment
--- rows between the window's two ends, the two end segments clipped. Counts are of the activities the
--- step launched. compute + exposed comm + exposed memcpy + idle = step_time_ns.
+-- contains (step_window; activity_step: launched during the step by any thread of its
+-- process). Every metric is METRICS.md's, over all of the GPU's activity clipped to that
+-- window (work launched earlier that runs into the step counts too): the gpu_segment rows
+-- between the window's two ends, the two end segments clipped. Counts are of the activities
+-- the step contains. compute + exposed comm + exposed memcpy + idle = step_time_ns.
 --
 -- Columns:
 --   pid                  BIGINT    process id
@@ -21,13 +22,13 @@
 --   gemm_ns              BIGINT    union of GEMM kernels
 --   attention_ns         BIGINT    union of attention kernels
 --   comm_ns              BIGINT    union of communication kernels
---   comm_sum_ns          BIGINT    sum of durations of the comm kernels the step launched
+--   comm_sum_ns          BIGINT    sum of durations of the comm kernels the step contains
 --   exposed_comm_ns      BIGINT    comm union minus compute union
 --   overlapped_comm_ns   BIGINT    comm_ns - exposed_comm_ns
 --   overlap_pct          DOUBLE    100 * overlapped_comm_ns / comm_ns
 --   memcpy_ns            BIGINT    union of memcpys and memsets
 --   exposed_memcpy_ns    BIGINT    copies with neither compute nor comm running
---   kernel_count         BIGINT    kernels the step launched on this GPU
+--   kernel_count         BIGINT    kernels the step contains on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
 WITH bounds AS (
     -- The first and last segment of each window (ASOF: the segment containing the instant).
@@ -65,15 +66,13 @@ totals AS (
     GROUP BY pid, device_id, range_id
 ),
 launched AS (
-    SELECT a.pid, a.device_id, ar.range_id,
+    SELECT a.pid, a.device_id, a.range_id,
         count(*) FILTER (a.source = 'kernel') AS kernel_count,
         count(*) FILTER (a.class = 'comm') AS comm_kernel_count,
         coalesce(sum(greatest(a.end_ns - a.start_ns, 0)) FILTER (a.class = 'comm'), 0)
             AS comm_sum_ns
-    FROM activity_range AS ar
-    JOIN activity AS a ON a.source = ar.source AND a.activity_id = ar.activity_id
-    WHERE ar.role = 'step'
-    GROUP BY a.pid, a.device_id, ar.range_id
+    FROM activity_step AS a
+    GROUP BY a.pid, a.device_id, a.range_id
 )
 SELECT
     w.pid,

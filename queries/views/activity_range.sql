@@ -1,6 +1,7 @@
 -- activity_range: for each GPU activity and NVTX role, the innermost range containing its launch
 --
--- Materialised (CREATE TABLE) when the trace is opened: steps, layers and collectives read it.
+-- Materialised (CREATE TABLE) when the trace is opened: layers and collectives read it. Steps
+-- are process-wide, not same-thread: activity_step places activities in steps.
 --
 -- NVIDIA's projection rule: a range contains an activity when the CUDA call that launched it
 -- lies inside the range on the same thread (range.start <= launch.start, launch.end <=
@@ -13,7 +14,7 @@
 -- Columns:
 --   source         VARCHAR   kernel, memcpy or memset
 --   activity_id    BIGINT    activity_id in the activity view
---   role           VARCHAR   step, layer, torch_collective or nccl_collective
+--   role           VARCHAR   layer, torch_collective or nccl_collective
 --   range_id       BIGINT    the innermost range of that role containing the launch
 --   label          VARCHAR   its label
 --   label_index    BIGINT    its label_index
@@ -30,16 +31,21 @@ events AS (
     -- +1 at a range start, -1 at its end, 0 at a launch. At one instant ends come first (a
     -- range may end where the next begins), then starts, then launches, so a launch at a
     -- range's start counts as inside it (one at its end cannot be: it lasts past the end).
+    -- Steps are not projected here (activity_step: they are process-wide).
     SELECT global_tid, role, start_ns AS t, 1 AS d, range_id, NULL AS source,
         NULL::BIGINT AS activity_id, NULL::BIGINT AS launch_end
     FROM nvtx_role_range
+    WHERE role <> 'step'
     UNION ALL
-    SELECT global_tid, role, end_ns, -1, range_id, NULL, NULL, NULL FROM nvtx_role_range
+    SELECT global_tid, role, end_ns, -1, range_id, NULL, NULL, NULL
+    FROM nvtx_role_range
+    WHERE role <> 'step'
     UNION ALL
     SELECT l.global_tid, r.role, l.launch_start, 0, NULL, l.source, l.activity_id, l.launch_end
     FROM launched AS l
     CROSS JOIN roles AS r
-    WHERE l.global_tid IN (SELECT global_tid FROM nvtx_role_range)
+    WHERE r.role <> 'step'
+        AND l.global_tid IN (SELECT global_tid FROM nvtx_role_range WHERE role <> 'step')
 ),
 depths AS (
     SELECT *, sum(d) OVER (

@@ -1,8 +1,8 @@
 -- step_window: each step's GPU window on each GPU: first start to last end of its activities
 --
--- A step is an NVTX range of role `step`; its window on a GPU spans the activities whose
--- launches it contains (NVIDIA's projected range). `step_ordinal` numbers a GPU's steps by
--- window start from 1, so the k-th step can be matched across GPUs. Materialised (CREATE TABLE)
+-- A step is an NVTX range of role `step`; its window on a GPU spans the activities it contains
+-- (activity_step: those launched during the step by any thread of its process). `step_ordinal`
+-- numbers a GPU's steps by window start from 1, so the k-th step can be matched across GPUs. Materialised (CREATE TABLE)
 -- when the trace is opened: the step breakdown and the timeline read it.
 --
 -- Columns:
@@ -14,17 +14,15 @@
 --   step_ordinal   BIGINT    1 = the GPU's first step
 --   start_ns       BIGINT    window start
 --   end_ns         BIGINT    window end
---   activity_count BIGINT    activities the step launched on this GPU
+--   activity_count BIGINT    activities the step holds on this GPU
 CREATE TABLE step_window AS
 WITH windows AS (
-    SELECT a.pid, a.device_id, ar.range_id, any_value(ar.label) AS name,
-        any_value(ar.label_index) AS step_index,
+    SELECT a.pid, a.device_id, a.range_id, any_value(a.label) AS name,
+        any_value(a.label_index) AS step_index,
         min(a.start_ns) AS start_ns, max(greatest(a.end_ns, a.start_ns)) AS end_ns,
         count(*) AS activity_count
-    FROM activity_range AS ar
-    JOIN activity AS a ON a.source = ar.source AND a.activity_id = ar.activity_id
-    WHERE ar.role = 'step'
-    GROUP BY a.pid, a.device_id, ar.range_id
+    FROM activity_step AS a
+    GROUP BY a.pid, a.device_id, a.range_id
 )
 SELECT pid, device_id, range_id, name, step_index,
     row_number() OVER (PARTITION BY pid, device_id ORDER BY start_ns, range_id) AS step_ordinal,

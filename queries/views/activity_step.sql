@@ -1,0 +1,66 @@
+-- activity_step: for each GPU activity, the step of its process it belongs to (process-wide)
+--
+-- Materialised (CREATE TABLE) when the trace is opened: step_window and the step breakdown
+-- read it. Unlike layers (activity_range, same thread), a step is process-wide (METRICS.md):
+-- it holds every activity of its process whose launch call starts inside the step range's span
+-- [start, end), on any thread - PyTorch's autograd threads run the backward pass and DDP/FSDP
+-- launch NCCL from their own thread. An activity whose launch call is not in the trace (no
+-- runtime row with its correlation id) is placed by its GPU start instead.
+--
+-- Overlapping step ranges of one process (nested, or on two threads) are resolved by cutting
+-- the process's time at every step start and end: each piece belongs to the latest-starting
+-- step range covering it (ties: the one ending first, then the higher range_id), so an
+-- instant belongs to at most one step. An ASOF join then places every activity in its piece:
+-- one sort of the activities, no per-kernel scan over ranges.
+--
+-- Columns:
+--   source         VARCHAR   kernel, memcpy or memset
+--   activity_id    BIGINT    activity_id in the activity view
+--   pid            BIGINT    process id
+--   device_id      BIGINT    nsys GPU id
+--   start_ns       BIGINT    GPU start
+--   end_ns         BIGINT    GPU end
+--   class          VARCHAR   comm, attention, gemm, other or memcpy
+--   range_id       BIGINT    the step's NVTX range (nvtx_role_range, role step)
+--   label          VARCHAR   its label, e.g. ProfilerStep#12
+--   label_index    BIGINT    its label_index
+--   placed_by      VARCHAR   launch (its launch call's start) or gpu_start (no launch call)
+CREATE TABLE activity_step AS
+WITH steps AS (
+    SELECT range_id, (global_tid >> 24) << 24 AS global_pid, start_ns, end_ns, label,
+        label_index
+    FROM nvtx_role_range
+    WHERE role = 'step' AND end_ns > start_ns
+),
+cuts AS (
+    SELECT global_pid, start_ns AS t FROM steps
+    UNION
+    SELECT global_pid, end_ns FROM steps
+),
+pieces AS (
+    SELECT global_pid, t AS start_ns, lead(t) OVER (PARTITION BY global_pid ORDER BY t) AS end_ns
+    FROM cuts
+),
+owned AS (
+    -- Few rows (two per step): the join of pieces and steps stays small.
+    SELECT p.global_pid, p.start_ns, p.end_ns,
+        arg_max(s.range_id, (s.start_ns, -s.end_ns, s.range_id)) AS range_id
+    FROM pieces AS p
+    JOIN steps AS s
+        ON s.global_pid = p.global_pid AND s.start_ns <= p.start_ns AND p.start_ns < s.end_ns
+    GROUP BY ALL
+),
+placed AS (
+    SELECT a.source, a.activity_id, a.pid, a.global_pid, a.device_id, a.start_ns, a.end_ns,
+        a.class, coalesce(l.start_ns, a.start_ns) AS t,
+        CASE WHEN l.start_ns IS NULL THEN 'gpu_start' ELSE 'launch' END AS placed_by
+    FROM activity AS a
+    LEFT JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+    WHERE a.global_pid IN (SELECT global_pid FROM steps)
+)
+SELECT p.source, p.activity_id, p.pid, p.device_id, p.start_ns, p.end_ns, p.class,
+    s.range_id, s.label, s.label_index, p.placed_by
+FROM placed AS p
+ASOF JOIN owned AS o ON o.global_pid = p.global_pid AND o.start_ns <= p.t
+JOIN steps AS s ON s.range_id = o.range_id
+WHERE p.t < o.end_ns
