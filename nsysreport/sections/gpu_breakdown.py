@@ -75,6 +75,8 @@ class GpuReport:
     graph_opaque_ns: int  # of that, time no kernel or copy accounts for
     graph_launches: int
     graph_kernel_count: int  # kernels replayed from a graph (node-level tracing)
+    # of those, kernels in no layer because the export records no node creation for them
+    graph_kernels_without_layer: int
     gaps: GapStats
     what_if: WhatIf
 
@@ -115,6 +117,10 @@ def build_gpus(
     summaries = {(r["pid"], r["device_id"]): r for r in run_query(con, "gap_summary").to_dicts()}
     histograms = group_by_gpu(run_query(con, "gap_histogram").to_dicts())
     tops = group_by_gpu(run_query(con, "gap_top", {"top": top}).to_dicts())
+    unplaced = {
+        (r["pid"], r["device_id"]): r["no_layer_no_origin"]
+        for r in run_query(con, "graph_layer_gap").to_dicts()
+    }
     gpus = []
     for row in run_query(con, "gpu_breakdown").to_dicts():
         key = (row["pid"], row["device_id"])
@@ -131,6 +137,7 @@ def build_gpus(
                 gpu_name=gpu_name,
                 gaps=gaps,
                 what_if=what_if(row),
+                graph_kernels_without_layer=unplaced.get(key, 0),
                 **fields,
             )
         )
