@@ -15,8 +15,7 @@
 --   device_id         BIGINT    nsys GPU id
 --   layer             VARCHAR   layer label, or (outside layers)
 --   layer_index       BIGINT    the number in the label (for natural order), NULL outside
---   occurrences       BIGINT    how many ranges (or graph replays of one) of this layer launched
---                               work on the GPU
+--   occurrences       BIGINT    ranges of this layer (each graph replay: one) with GPU work
 --   kernel_count      BIGINT    kernels launched inside the layer
 --   compute_ns        BIGINT    union of the layer's compute kernels
 --   gemm_ns           BIGINT    union of the layer's GEMM kernels
