@@ -433,6 +433,13 @@ def test_the_node_level_sample_puts_every_replayed_kernel_in_its_layer() -> None
     inside = [r for r in rows if r["layer"] != "(outside layers)"]
     assert len(inside) == 4 * 8
     assert all(r["occurrences"] == 3 and r["kernel_count"] == 36 for r in inside)
+    # collectives keep their op (from the NCCL ranges at capture) and match across the 4 GPUs
+    ops = {
+        (r["device_id"], r["op"]): r["count"]
+        for r in run_query(con, "collective_summary").to_dicts()
+    }
+    assert ops == {(d, op): n for d in range(4) for op, n in (("AllGather", 3), ("AllReduce", 51))}
+    assert run_query(con, "straggler_unmatched").to_dicts() == []
 
 
 def test_the_graph_level_sample_report_names_the_recapture_flag(tmp_path: Path) -> None:
