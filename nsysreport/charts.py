@@ -34,6 +34,11 @@ PART_KEYS = {
     "exposed memcpy": "exposed_memcpy_ns",
     "idle": "idle_ns",
 }
+# Time inside CUDA graphs traced as a whole: yellow, the one Okabe-Ito colour left. Pictures and
+# tables show this part only for traces that have such graph launches.
+GRAPH_PART = "graph opaque"
+GRAPH_COLOUR = "#F0E442"
+GRAPH_LABEL = "CUDA graph (contents not traced)"
 # Activity classes on the timeline: compute in blues and purple, communication green (its
 # exposed stretches get the vermillion of "exposed comm" behind them), copies orange.
 CLASS_COLOURS = {
@@ -42,6 +47,7 @@ CLASS_COLOURS = {
     "other": "#56B4E9",
     "comm": "#009E73",
     "memcpy": "#E69F00",
+    "graph": GRAPH_COLOUR,
 }
 CLASS_LABELS = {
     "gemm": "GEMM",
@@ -49,6 +55,7 @@ CLASS_LABELS = {
     "other": "other compute",
     "comm": "communication",
     "memcpy": "memcpy / memset",
+    "graph": GRAPH_LABEL,
 }
 # One colour per GPU in the step-time picture; past eight GPUs they are drawn grey.
 GPU_COLOURS = (
@@ -134,19 +141,36 @@ def _legend_above(ax: Any, ncols: int) -> None:
     ax.legend(ncols=ncols, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
 
 
+def part_colours(graphs: bool) -> dict[str, str]:
+    """The time breakdown's parts in order with their colours; `graphs`: the trace has CUDA
+    graph launches traced as a whole, whose opaque time is then a part of its own."""
+    if not graphs:
+        return PART_COLOURS
+    parts = dict(PART_COLOURS)
+    idle = parts.pop("idle")
+    return {**parts, GRAPH_PART: GRAPH_COLOUR, "idle": idle}
+
+
+def has_graphs(gpus: Sequence[GpuReport]) -> bool:
+    """Any GPU ran CUDA graph launches traced as a whole (--cuda-graph-trace=graph)."""
+    return any(g.graph_launches for g in gpus)
+
+
 def breakdown_chart(gpus: Sequence[GpuReport]) -> str:
-    """Stacked bars, one per GPU: compute, exposed comm, exposed memcpy and idle, % of span."""
+    """Stacked bars, one per GPU: compute, exposed comm, exposed memcpy, CUDA graph time (when
+    traced as a whole) and idle, % of span."""
     labels = [f"rank {g.rank}" for g in gpus]
+    colours = part_colours(has_graphs(gpus))
     with _figure("breakdown", WIDTH, 0.3 * len(gpus) + 1.1) as (_, ax, buffer):
         left = [0.0] * len(gpus)
-        for part, colour in PART_COLOURS.items():
+        for part, colour in colours.items():
             widths = [g.shares_pct[part] or 0.0 for g in gpus]
             ax.barh(labels, widths, left=left, color=colour, label=part, height=0.7)
             left = [a + b for a, b in zip(left, widths, strict=True)]
         ax.set_xlim(0, 100)
         ax.set_xlabel("share of the GPU's span (%)")
         ax.invert_yaxis()
-        _legend_above(ax, 4)
+        _legend_above(ax, len(colours))
     return _svg(buffer)
 
 
@@ -224,7 +248,12 @@ def timeline_chart(t: Timeline) -> str:
         ax.set_xlim(0, t.duration_ns / scale)
         ax.set_xlabel(f"time from the window start ({unit})")
         ax.tick_params(axis="y", length=0)
-        handles = [Patch(color=CLASS_COLOURS[c], label=CLASS_LABELS[c]) for c in CLASS_COLOURS]
+        drawn = {cls for _, lane in lanes for cls in lane.pieces}
+        handles = [
+            Patch(color=CLASS_COLOURS[c], label=CLASS_LABELS[c])
+            for c in CLASS_COLOURS
+            if c != "graph" or c in drawn
+        ]
         handles.append(Patch(label="exposed comm", **EXPOSED_STYLE))
         handles.append(Patch(color=PART_COLOURS["idle"], alpha=0.35, lw=0, label="idle gap"))
         ax.legend(
@@ -360,8 +389,9 @@ def loss_chart(c: Comparison) -> str:
             ideal = x.mean_step_time_ns - x.loss["total_ns"]
             ax.barh(i, ideal / 1e3, color="#DDDDDD", height=0.6, label="ideal" if i == 0 else None)
             left = ideal
-            for part, colour in PART_COLOURS.items():
-                delta = x.loss[PART_KEYS[part]]
+            keys = {**PART_KEYS, GRAPH_PART: "graph_opaque_ns"}
+            for part, colour in part_colours("graph_opaque_ns" in x.loss).items():
+                delta = x.loss[keys[part]]
                 ax.barh(
                     i,
                     delta / 1e3,

@@ -260,14 +260,16 @@ def gate(
     Example: nsysreport gate trace.sqlite --max exposed_comm_pct=5 --junit gate.xml
 
     Limits are inclusive: a value exactly at its limit passes. When the trace has steps,
-    exposed_comm_pct, exposed_memcpy_pct, idle_pct, compute_pct and step_time_ns are medians
-    over steps, printed with their spread (min – max); the other metrics are whole-trace.
+    exposed_comm_pct, exposed_memcpy_pct, idle_pct, graph_opaque_pct, compute_pct and
+    step_time_ns are medians over steps, printed with their spread (min – max); the other
+    metrics are whole-trace.
 
     \b
     Metrics (METRICS.md names; "worst" is the GPU or layer that is worst):
       exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span)
       exposed_memcpy_pct     worst GPU, exposed_memcpy_ns as % of step time (or span)
       idle_pct               worst GPU, idle_ns as % of step time (or span)
+      graph_opaque_pct       worst GPU, graph_opaque_ns as % of step time (or span)
       compute_pct            least GPU, compute_ns as % of step time (or span)
       overlap_pct            least overlap_pct of the GPUs that communicate
       step_time_ns           median over all steps of all GPUs (no steps: median span)

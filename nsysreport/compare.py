@@ -14,6 +14,9 @@ from nsysreport.patterns import Patterns
 from nsysreport.sections.layers import OUTSIDE
 
 PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
+# Time inside CUDA graphs traced as a whole: a part of the loss split only when some
+# configuration has it (a report JSON from before CUDA graph support has no such key).
+GRAPH_PART = "graph_opaque_ns"
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,9 @@ def compare(
     base_label = baseline or labels[0]
     if base_label not in labels:
         raise OptionError(f"--baseline {base_label!r}: not one of {', '.join(labels)}")
-    measured = {label: _measure(data, basis) for label, data in ordered}
+    graphs = any(r.get(GRAPH_PART) for _, data in ordered for r in data["gpus"])
+    parts = (*PARTS, GRAPH_PART) if graphs else PARTS
+    measured = {label: _measure(data, basis, parts) for label, data in ordered}
     base = measured[base_label]
     configs = []
     for label, data in ordered:
@@ -137,7 +142,7 @@ def compare(
         ideal = base["gpus"] and m["gpus"] / base["gpus"]
         speedup = base["median"] / m["median"] if m["median"] else 0.0
         ideal_mean = base["mean"] * base["gpus"] / m["gpus"]
-        loss = {p: m["parts"][p] - base["parts"][p] * base["gpus"] / m["gpus"] for p in PARTS}
+        loss = {p: m["parts"][p] - base["parts"][p] * base["gpus"] / m["gpus"] for p in parts}
         loss["total_ns"] = m["mean"] - ideal_mean
         rate = 1e9 / m["median"] if m["median"] else 0.0
         configs.append(
@@ -169,7 +174,7 @@ def compare(
     )
 
 
-def _measure(data: dict[str, Any], basis: str) -> dict[str, Any]:
+def _measure(data: dict[str, Any], basis: str, parts: Sequence[str]) -> dict[str, Any]:
     """Median and mean step time and the mean per-step breakdown of one configuration."""
     rows = data["steps"] if basis == "steps" else data["gpus"]
     times = [r["step_time_ns"] if basis == "steps" else r["span_ns"] for r in rows]
@@ -180,7 +185,7 @@ def _measure(data: dict[str, Any], basis: str) -> dict[str, Any]:
         "steps": steps // n_gpus if basis == "steps" else 0,
         "median": float(statistics.median(times)) if times else 0.0,
         "mean": statistics.fmean(times) if times else 0.0,
-        "parts": {p: statistics.fmean(r[p] for r in rows) if rows else 0.0 for p in PARTS},
+        "parts": {p: statistics.fmean(r.get(p, 0) for r in rows) if rows else 0.0 for p in parts},
     }
 
 
@@ -239,12 +244,13 @@ def summary_sentence(c: Comparison) -> str:
     last = max(c.configs, key=lambda x: (x.gpus, c.configs.index(x)))
     if last is base:
         return f"{base.label} is the only configuration with the most GPUs."
-    part = max(PARTS, key=lambda p: last.loss[p])
+    part = max((p for p in last.loss if p != "total_ns"), key=lambda p: last.loss[p])
     names = {
         "compute_ns": "compute that did not shrink in proportion",
         "exposed_comm_ns": "extra exposed communication",
         "exposed_memcpy_ns": "extra exposed memcpy",
         "idle_ns": "extra idle time",
+        GRAPH_PART: "extra time inside CUDA graphs traced as a whole",
     }
     from nsysreport.units import fmt_ns
 

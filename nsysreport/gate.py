@@ -123,7 +123,7 @@ def _per_gpu_share(
         by_gpu: dict[tuple[Any, Any, Any], tuple[int, list[float]]] = {}
         for s in report["steps"]:
             if s["step_time_ns"] > 0:
-                share = 100.0 * s[field] / s["step_time_ns"]
+                share = 100.0 * s.get(field, 0) / s["step_time_ns"]
                 by_gpu.setdefault(_key(s), (s["rank"], []))[1].append(share)
         if by_gpu:
             medians = {k: statistics.median(v) for k, (_, v) in by_gpu.items()}
@@ -131,7 +131,9 @@ def _per_gpu_share(
             rank, values = by_gpu[k]
             spread = Spread(min(values), max(values), len(values), f"steps of rank {rank}")
             return Measure(medians[k], spread, f"rank {rank}, median of {len(values)} steps")
-        shares = {_key(g): 100.0 * g[field] / g["span_ns"] for g in report["gpus"] if g["span_ns"]}
+        # .get: a report JSON from before CUDA graph support has no graph_opaque_ns
+        spans = [g for g in report["gpus"] if g["span_ns"]]
+        shares = {_key(g): 100.0 * g.get(field, 0) / g["span_ns"] for g in spans}
         if not shares:
             return Measure(None, note="no GPU activity")
         k = _pick(shares, worst)
@@ -244,6 +246,14 @@ METRICS: dict[str, Metric] = {
             True,
             "worst GPU's idle_ns as % of time; median over its steps if any, else of span",
             _per_gpu_share("idle_ns", max),
+        ),
+        Metric(
+            "graph_opaque_pct",
+            "pct",
+            True,
+            "worst GPU's graph_opaque_ns (inside CUDA graphs traced as a whole) as % of time; "
+            "median over its steps if any, else of span",
+            _per_gpu_share("graph_opaque_ns", max),
         ),
         Metric(
             "compute_pct",

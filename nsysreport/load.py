@@ -35,6 +35,8 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("globalPid", "BIGINT", True),
         ("demangledName", "BIGINT", True),
         ("shortName", "BIGINT", False),
+        ("graphNodeId", "BIGINT", False),  # set on graph-launched kernels (node-level tracing)
+        ("graphId", "BIGINT", False),  # nsys 2026.1+
     ),
     "CUPTI_ACTIVITY_KIND_MEMCPY": (
         ("start", "BIGINT", True),
@@ -56,6 +58,33 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("correlationId", "BIGINT", False),
         ("globalPid", "BIGINT", True),
         ("bytes", "BIGINT", False),
+    ),
+    # One row per CUDA graph launch per GPU, contents not traced (--cuda-graph-trace=graph).
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("deviceId", "BIGINT", True),
+        ("streamId", "BIGINT", False),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", True),
+        ("graphId", "BIGINT", False),
+        ("graphExecId", "BIGINT", False),
+    ),
+    # Graph node creation and cloning on the host (node-level tracing); schema 2.x kept these
+    # rows in CUDA_GRAPH_EVENTS, which later holds graph-level events (docs/export-format.md).
+    "CUDA_GRAPH_NODE_EVENTS": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", False),
+        ("globalTid", "BIGINT", False),
+        ("graphNodeId", "BIGINT", True),
+        ("originalGraphNodeId", "BIGINT", False),
+    ),
+    "CUDA_GRAPH_EVENTS": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", False),
+        ("globalTid", "BIGINT", False),
+        ("graphNodeId", "BIGINT", False),
+        ("originalGraphNodeId", "BIGINT", False),
     ),
     "CUPTI_ACTIVITY_KIND_RUNTIME": (
         ("start", "BIGINT", True),
@@ -105,6 +134,7 @@ GPU_TABLES = (
     "CUPTI_ACTIVITY_KIND_KERNEL",
     "CUPTI_ACTIVITY_KIND_MEMCPY",
     "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
 )
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EXPORT_HINT = "nsys export --type sqlite --output {out} {src}"

@@ -105,6 +105,23 @@ NVTX = _columns(
     "doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL,"
     "jsonTextId INTEGER, jsonText TEXT, binaryData TEXT"
 )
+# CUDA graphs (docs/export-format.md). Graph-level tracing writes one GRAPH_TRACE row per graph
+# launch (schema 3.x only: the full 2.9.1 dump has no such table); node-level tracing writes
+# node creation and cloning events, in CUDA_GRAPH_NODE_EVENTS from schema 3.x and in
+# CUDA_GRAPH_EVENTS (same columns) in 2.9.1. The 3.x lists are the User Guide's schema reference
+# (2024.4 and 2026.4 releases agree); the lazy 2024.5/2026.x dumps we have hold neither table.
+GRAPH_TRACE = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
+    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,"
+    "correlationId INTEGER, globalPid INTEGER, graphId INTEGER NOT NULL,"
+    "graphExecId INTEGER NOT NULL"
+)
+GRAPH_NODE_EVENTS = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,"
+    "nameId INTEGER NOT NULL, graphNodeId INTEGER NOT NULL, originalGraphNodeId INTEGER"
+)
+# ENUM_NSYS_EVENT_CLASS id of a node creation event (TRACE_PROCESS_EVENT_CUDA_GRAPH_NODE_CREATION).
+GRAPH_NODE_CREATION_CLASS = 77
 _GPU = _columns(
     "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER,"
     "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,"
@@ -237,8 +254,10 @@ VERSIONS: dict[str, VersionProfile] = {
                 "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
                 "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY,
                 "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL,
+                "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": GRAPH_TRACE,
                 "PROCESSES": _PROCESSES,
                 "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUDA_GRAPH_NODE_EVENTS": GRAPH_NODE_EVENTS,
                 "NVTX_EVENTS": NVTX,
                 "ThreadNames": _THREAD_NAMES,
                 "TARGET_INFO_GPU": _GPU,
@@ -266,7 +285,9 @@ VERSIONS: dict[str, VersionProfile] = {
                 "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
                 "PROCESSES": _PROCESSES,
                 "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUDA_GRAPH_NODE_EVENTS": GRAPH_NODE_EVENTS,
                 "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_3_13,
+                "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": GRAPH_TRACE,
                 "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_3_13,
                 "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
                 # binaryData arrived with schema 3.16.1 (2024.6); the 2024.4 docs lack it.
@@ -304,6 +325,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
                 "CUPTI_ACTIVITY_KIND_KERNEL": _without(_KERNEL_3_13, "greenContextId"),
                 "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUDA_GRAPH_EVENTS": GRAPH_NODE_EVENTS,
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
                 "PROCESSES": _PROCESSES,
             }

@@ -66,7 +66,7 @@ def render_html(report: Report, generated_at: str, svg: dict[str, str] | None = 
         "overview": overview,
         "tool_version": report.tool_version,
         "generated_at": generated_at,
-        "part_colours": charts.PART_COLOURS,
+        "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
         "svg": pictures(report, overview) if svg is None else svg,
     }
     return environment().get_template("report.html.j2").render(context)
@@ -79,7 +79,9 @@ def render_compare_html(comparison: Comparison, generated_at: str) -> str:
         "summary": summary_sentence(comparison),
         "generated_at": generated_at,
         "tool_version": __version__,
-        "part_colours": charts.PART_COLOURS,
+        "part_colours": charts.part_colours(
+            any("graph_opaque_ns" in x.loss for x in comparison.configs)
+        ),
         "scaling_svg": charts.scaling_chart(comparison),
         "loss_svg": charts.loss_chart(comparison),
     }

@@ -27,6 +27,16 @@ contention are not modelled, so it bounds what overlap can hide from above.
 A straggler rank's compute kernels are `straggler_slowdown` times longer; `jitter` scales every
 kernel and host gap by a seeded uniform factor in [1 - jitter, 1 + jitter].
 
+CUDA graphs (`cuda_graphs`, decode only, as vLLM and SGLang decode). Step 0 runs eagerly (the
+warm-up); then, outside any step, the forward pass (embedding to final norm) is captured: the
+host walks the layers inside their NVTX ranges and calls every launch, which creates a graph
+node and runs nothing, and cudaGraphInstantiate clones every node into the executable graph.
+Each later step launches that graph with one cudaGraphLaunch: its kernels run back to back,
+with no host launch in between, and the LM head, logits all-gather and
+sampling stay eager. `graph`: nsys's default --cuda-graph-trace=graph records one
+CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per launch and GPU, and none of the replayed kernels;
+`node`: every replayed kernel with its graphNodeId, and the node creation and cloning events.
+
 Figures (assumptions are marked as such):
 - H100 SXM5: 989 TFLOP/s dense BF16, 3.35 TB/s HBM3, NVLink 4 at 900 GB/s both directions
   (NVIDIA H100 Tensor Core GPU datasheet). Achievable: GEMMs 70 % of peak (large BF16 cuBLAS
@@ -58,7 +68,17 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from nsysreport.synth import ApiCall, Gpu, Kernel, Memcpy, NvtxRange, Scenario, write_trace
+from nsysreport.synth import (
+    ApiCall,
+    Gpu,
+    GraphLaunch,
+    GraphNode,
+    Kernel,
+    Memcpy,
+    NvtxRange,
+    Scenario,
+    write_trace,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +142,12 @@ LINKS = {
 GPUS = {"h100": GpuSpec("h100", 989.4e12, 3.35e12, 0.70, 0.40, 0.85, min_kernel_ns=2_000)}
 GPU_NAME = "NVIDIA H100 80GB HBM3"
 Phase = Literal["prefill", "decode"]
+GraphTrace = Literal["off", "graph", "node"]
+# Host costs of CUDA graphs (assumptions; constants, not HostSpec fields, so that the samples
+# written before CUDA graphs keep their bytes): a cudaGraphLaunch, and cudaGraphInstantiate of
+# the captured forward pass.
+GRAPH_LAUNCH_NS = 6_000
+INSTANTIATE_NS = 400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +171,8 @@ class TensorParallelConfig:
     jitter: float = 0.0
     seed: int = 0
     host: HostSpec = field(default_factory=HostSpec)
+    # decode as CUDA graph replays after an eager step 0, traced graph- or node-level
+    cuda_graphs: GraphTrace = "off"
 
 
 def gemm_ns(tokens: int, n: int, k: int, gpu: GpuSpec, dtype_bytes: int) -> int:
@@ -245,6 +273,9 @@ def tensor_parallel(config: TensorParallelConfig) -> Scenario:
         raise ValueError(f"TP={c.tp} must divide {m.name}'s {m.heads} heads and FFN size {m.ffn}")
     if c.straggler_rank is not None and not 0 <= c.straggler_rank < c.tp:
         raise ValueError(f"straggler rank {c.straggler_rank} is not a rank of TP={c.tp}")
+    graphs = c.cuda_graphs != "off"
+    if graphs and (c.phase != "decode" or c.overlap):
+        raise ValueError("CUDA graphs are simulated for decode without overlap only")
     sim = _Timeline(c)
     new = c.seq_len if c.phase == "prefill" else c.tokens
     rows = c.batch * new  # tokens through every GEMM
@@ -252,13 +283,15 @@ def tensor_parallel(config: TensorParallelConfig) -> Scenario:
     vocab = -(-m.vocab // c.tp)
     for step in range(c.steps):
         ctx = c.seq_len if c.phase == "prefill" else c.seq_len + step * c.tokens + c.tokens
+        if graphs and step == 1:  # after the eager warm-up step, outside every step range
+            with sim.capturing():
+                _forward(sim, c, rows, ctx, act)
         with sim.nvtx(f"step {step}"):
             sim.copy(1, rows * 8)  # token ids in
-            sim.kernel(EMBED, memory_ns(2 * act, c.gpu))
-            sim.allreduce(act)
-            for layer in range(m.layers if c.layers_simulated is None else c.layers_simulated):
-                _layer(sim, c, layer, rows, ctx, act)
-            sim.kernel(ADD_RMS_NORM, memory_ns(4 * act, c.gpu))
+            if graphs and step >= 1:
+                sim.replay()
+            else:
+                _forward(sim, c, rows, ctx, act)
             lm_head = gemm_ns(c.batch, vocab, m.hidden, c.gpu, c.dtype_bytes)  # last token only
             sim.kernel(_GEMM["lm_head"][0], lm_head, gemm=True)
             logits = c.batch * vocab * c.tp * c.dtype_bytes
@@ -271,11 +304,22 @@ def tensor_parallel(config: TensorParallelConfig) -> Scenario:
         kernels=sim.kernels,
         memcpys=sim.memcpys,
         api_calls=sim.api_calls,
+        graph_launches=sim.graph_launches,
+        graph_nodes=sim.graph_nodes,
         nvtx=sim.ranges,
         gpus=[Gpu(device=r, name=GPU_NAME, pid=_pid(r)) for r in range(c.tp)],
         host=f"simulated-{c.gpu.name}x{c.tp}",
         metadata={"NSYSREPORT_SIMULATED": describe(c), "NSYSREPORT_SIMULATION": _as_json(c)},
     )
+
+
+def _forward(sim: _Timeline, c: TensorParallelConfig, rows: int, ctx: int, act: int) -> None:
+    """Embedding to final norm: the part of a step that vLLM captures as a CUDA graph."""
+    sim.kernel(EMBED, memory_ns(2 * act, c.gpu))
+    sim.allreduce(act)
+    for layer in range(c.model.layers if c.layers_simulated is None else c.layers_simulated):
+        _layer(sim, c, layer, rows, ctx, act)
+    sim.kernel(ADD_RMS_NORM, memory_ns(4 * act, c.gpu))
 
 
 def _layer(
@@ -331,6 +375,12 @@ class _Timeline:
         self.memcpys: list[Memcpy] = []
         self.api_calls: list[ApiCall] = []
         self.ranges: list[NvtxRange] = []
+        self.graph_launches: list[GraphLaunch] = []
+        self.graph_nodes: list[GraphNode] = []
+        # CUDA graphs: while capturing, launches become nodes of `captured` (name, ns, stream
+        # kind, op, bytes) instead of GPU work; each rank numbers its nodes from 1.
+        self.capture = False
+        self.captured: list[tuple[str, int, str, str, int]] = []
 
     def _noise(self) -> float:
         j = self.c.jitter
@@ -364,7 +414,75 @@ class _Timeline:
             self.ranges.append(NvtxRange(starts[r], self.clock[r], text, pid=_pid(r)))
             self.clock[r] += self.h.nvtx_ns  # the pop call ends the range, then returns
 
+    @contextmanager
+    def capturing(self) -> Iterator[None]:
+        """Stream capture of what runs inside: host calls and NVTX ranges, nodes, no GPU work;
+        then cudaGraphInstantiate clones every node into the executable graph."""
+        for r in self.ranks:
+            self._call(r, 2_000, "cudaStreamBeginCapture_v10000")
+        self.capture = True
+        yield
+        self.capture = False
+        nodes = len(self.captured)
+        for r in self.ranks:
+            self._call(r, 2_000, "cudaStreamEndCapture_v10000")
+            start, end = self._call(r, INSTANTIATE_NS, "cudaGraphInstantiate_v12000")
+            if self.c.cuda_graphs == "node":
+                self.graph_nodes += [
+                    GraphNode(start, end, nodes + i, original=i, pid=_pid(r),
+                              api="cudaGraphInstantiate_v12000")
+                    for i in range(1, nodes + 1)
+                ]  # fmt: skip
+
+    def _capture_node(self, r: int, launch: tuple[int, int], api: str) -> None:
+        """The launch `launch` on rank `r` during capture: a node, created at that call."""
+        self.api_calls.append(ApiCall(*launch, api, pid=_pid(r)))
+        if self.c.cuda_graphs == "node":
+            node = len(self.captured) + 1
+            self.graph_nodes.append(GraphNode(*launch, node, pid=_pid(r), api=api))
+
+    def replay(self) -> None:
+        """One cudaGraphLaunch per rank of the captured forward pass: its kernels run back to
+        back on the compute stream; collectives wait for the last rank, as when eager."""
+        c = self.c
+        launches = [self._call(r, GRAPH_LAUNCH_NS) for r in self.ranks]
+        cursor = [
+            max(launches[r][1] + self.h.queue_ns, self.free[r][COMPUTE_STREAM]) for r in self.ranks
+        ]
+        replayed: list[list[Kernel]] = [[] for _ in self.ranks]
+        for node, (name, ns, kind, _, _) in enumerate(self.captured, 1):
+            if kind == "comm":
+                duration = round(ns * self._noise())
+                finish = max(cursor) + duration
+                spans = [(cursor[r], finish) for r in self.ranks]
+            else:
+                spans = []
+                for r in self.ranks:
+                    slow = c.straggler_slowdown if r == c.straggler_rank else 1.0
+                    spans.append((cursor[r], cursor[r] + round(ns * slow * self._noise())))
+            for r in self.ranks:
+                start, end = spans[r]
+                replayed[r].append(
+                    Kernel(start, end, name, r, COMPUTE_STREAM, _pid(r),
+                           graph_node_id=len(self.captured) + node, graph_id=1)
+                )  # fmt: skip
+                cursor[r] = end
+                self.free[r][COMPUTE_STREAM] = end
+        for r in self.ranks:
+            kernels = replayed[r]
+            start, end = kernels[0].start, kernels[-1].end
+            self.graph_launches.append(
+                GraphLaunch(start, end, device=r, stream=COMPUTE_STREAM, pid=_pid(r),
+                            launch=launches[r],
+                            kernels=tuple(kernels) if c.cuda_graphs == "node" else ())
+            )  # fmt: skip
+
     def kernel(self, name: str, ns: int, gemm: bool = False) -> None:
+        if self.capture:
+            for r in self.ranks:
+                self._capture_node(r, self._call(r, self.h.launch_ns), "cudaLaunchKernel_v7000")
+            self.captured.append((name, ns, "compute", "", 0))
+            return
         wait = self._dependency(gemm)
         c = self.c
         for r in self.ranks:
@@ -389,6 +507,19 @@ class _Timeline:
     ) -> None:
         """One NCCL call on every rank: it ends everywhere at the last arrival + `ns`."""
         if self.c.tp == 1:
+            return
+        if self.capture:  # NCCL enqueues its kernel into the capturing stream: one node
+            for r in self.ranks:
+                begin = self.clock[r]
+                self.clock[r] += self.h.nccl_ns
+                launch = self._call(r, self.h.launch_ns)
+                self._capture_node(r, launch, "cuLaunchKernelEx")
+                self.ranges.append(
+                    NvtxRange(begin, launch[1] + 500, op, pid=_pid(r), registered=True,
+                              domain="NCCL", payload=message_bytes)
+                )  # fmt: skip
+                self.clock[r] += 500
+            self.captured.append((name, ns, "comm", op, message_bytes))
             return
         overlap = self.c.overlap
         stream = COMM_STREAM if overlap else COMPUTE_STREAM
@@ -461,6 +592,9 @@ def describe(config: TensorParallelConfig) -> str:
         extras.append("all-reduce overlapped with the next GEMM")
     if c.straggler_rank is not None:
         extras.append(f"rank {c.straggler_rank} {c.straggler_slowdown:g}x slower")
+    if c.cuda_graphs != "off":
+        trace = f"--cuda-graph-trace={c.cuda_graphs}"
+        extras.append(f"steps from 1 on replayed as CUDA graphs, traced with {trace}")
     return (
         f"{m.name} {work}, batch {c.batch}, {c.dtype_bytes}-byte dtype, TP={c.tp} over "
         f"{c.link.name} on {c.gpu.name} ({', '.join(extras)}), jitter {c.jitter:g}, seed "
@@ -469,15 +603,19 @@ def describe(config: TensorParallelConfig) -> str:
 
 
 def _as_json(config: TensorParallelConfig) -> str:
-    return json.dumps(asdict(config), sort_keys=True)
+    fields = asdict(config)
+    if fields["cuda_graphs"] == "off":
+        del fields["cuda_graphs"]  # the samples written before CUDA graphs keep their bytes
+    return json.dumps(fields, sort_keys=True)
 
 
 def sample_name(config: TensorParallelConfig) -> str:
-    """`<model>_<phase>_tp<N>_<link>[_overlap][_straggler].sqlite`."""
+    """`<model>_<phase>_tp<N>_<link>[_overlap][_straggler][_graphs_<trace>].sqlite`."""
     c = config
     name = f"{c.model.name}_{c.phase}_tp{c.tp}_{c.link.name}"
     name += "_overlap" if c.overlap else ""
     name += "_straggler" if c.straggler_rank is not None else ""
+    name += f"_graphs_{c.cuda_graphs}" if c.cuda_graphs != "off" else ""
     return name + ".sqlite"
 
 
@@ -492,6 +630,9 @@ def sample_configs() -> list[TensorParallelConfig]:
         replace(prefill, link=pcie),
         replace(prefill, overlap=True),
         replace(decode, straggler_rank=3, straggler_slowdown=1.3),
+        # One vLLM-style TP=4 decode run (an eager step, then two graph replays) as nsys records
+        # it by default (graph-level) and with --cuda-graph-trace=node.
+        *(replace(decode, tp=4, steps=3, cuda_graphs=trace) for trace in ("graph", "node")),
     ]
 
 
@@ -516,6 +657,7 @@ def sample_command(config: TensorParallelConfig, folder: str = "sample_traces") 
         if value != getattr(d, name) and flag != "--tp":
             flags.append(f"{flag} {value:g}" if isinstance(value, float) else f"{flag} {value}")
     flags += ["--overlap"] if c.overlap else []
+    flags += [f"--cuda-graphs {c.cuda_graphs}"] if c.cuda_graphs != "off" else []
     return f"python -m nsysreport.simulate {' '.join(flags)} --out {folder}/{sample_name(c)}"
 
 
@@ -534,6 +676,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     for flag, name, kind in _FLAGS:
         p.add_argument(flag, dest=name, type=kind, default=getattr(d, name))
     p.add_argument("--overlap", action="store_true", help="all-reduce beside the next GEMM")
+    p.add_argument(
+        "--cuda-graphs",
+        choices=("off", "graph", "node"),
+        default="off",
+        help="decode steps after the first as CUDA graph replays, traced graph- or node-level",
+    )
     p.add_argument("--out", type=Path, help="file to write (default: its sample name here)")
     p.add_argument("--samples", type=Path, help="write every sample trace into this folder")
     return p.parse_args(argv)
@@ -544,7 +692,7 @@ def config_from_args(args: argparse.Namespace) -> TensorParallelConfig:
     plain: dict[str, Any] = {name: getattr(args, name) for _, name, _ in _FLAGS}
     specs = TensorParallelConfig(
         model=MODELS[args.model], link=LINKS[args.link], gpu=GPUS[args.gpu], phase=args.phase,
-        overlap=args.overlap,
+        overlap=args.overlap, cuda_graphs=args.cuda_graphs,
     )  # fmt: skip
     return replace(specs, **plain)
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.model import Report
-from nsysreport.units import fmt_count, fmt_ns, fmt_pct
+from nsysreport.sections.verdict import RECAPTURE
+from nsysreport.units import fmt_count, fmt_ns, fmt_pct, pct
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -24,19 +25,14 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
         simulated = " [bold yellow](simulated)[/]" if trace.simulated else ""
         console.print(f"[bold]{trace.path}[/]{simulated}  {trace.source}", soft_wrap=True)
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for heading in (
-        "GPU",
-        "pid",
-        "dev",
-        "span",
-        "compute",
-        "exp. comm",
-        "exp. memcpy",
-        "idle",
-        "overlap",
-        "gaps",
-    ):
+    # A column for time inside CUDA graphs traced as a whole, only when there are such launches.
+    graphs = any(g.graph_launches for g in report.gpus)
+    parts = ("compute", "exposed comm", "exposed memcpy", *(("graph opaque",) * graphs), "idle")
+    short = {"exposed comm": "exp. comm", "exposed memcpy": "exp. memcpy", "graph opaque": "graph"}
+    for heading in ("GPU", "pid", "dev", "span", *(short.get(p, p) for p in parts)):
         table.add_column(heading, justify="left" if heading == "GPU" else "right")
+    table.add_column("overlap", justify="right")
+    table.add_column("gaps", justify="right")
     for g in report.gpus:
         shares = g.shares_pct
         table.add_row(
@@ -44,14 +40,20 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             str(g.pid),
             str(g.device_id),
             fmt_ns(g.span_ns),
-            fmt_pct(shares["compute"]),
-            fmt_pct(shares["exposed comm"]),
-            fmt_pct(shares["exposed memcpy"]),
-            fmt_pct(shares["idle"]),
+            *(fmt_pct(shares[p]) for p in parts),
             fmt_pct(g.overlap_pct),
             fmt_count(g.gaps.count),
         )
     console.print(table)
+    if graphs:
+        share = pct(
+            sum(g.graph_opaque_ns for g in report.gpus), sum(g.span_ns for g in report.gpus)
+        )
+        console.print(
+            f"CUDA graphs traced as a whole: {fmt_pct(share)} of GPU time, contents not traced "
+            f"(re-capture with `{RECAPTURE}` to see their kernels)",
+            soft_wrap=True,
+        )
     _print_clocks(console, report)
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:

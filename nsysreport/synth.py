@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport.nsys_schema import (
+    GRAPH_NODE_CREATION_CLASS,
     KERNEL,
     MEM_KINDS,
     MEMCPY,
@@ -47,6 +48,44 @@ class Kernel:
     launch: tuple[int, int] | None = None
     api: str = "cudaLaunchKernel_v7000"
     event_class: int = 0
+    graph_node_id: int | None = None  # replayed from a CUDA graph: its node (GraphLaunch)
+    graph_id: int | None = None  # written by nsys 2026.1+ only
+
+
+@dataclass(frozen=True, slots=True)
+class GraphLaunch:
+    """A cudaGraphLaunch at `launch` (default: the 2 ns before `start`) and what the GPU shows.
+
+    Graph-level tracing (no `kernels`): one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row [start, end) on
+    `device`/`stream`. Node-level tracing: the replayed `kernels` (each with its graph_node_id)
+    instead, all sharing this launch's correlation id; `start`/`end` are then unused.
+    """
+
+    start: int
+    end: int
+    graph_id: int = 1
+    graph_exec_id: int = 1
+    device: int = 0
+    stream: int = 7
+    pid: int = 100
+    tid: int | None = None
+    launch: tuple[int, int] | None = None
+    api: str = "cudaGraphLaunch_v10000"
+    kernels: Sequence[Kernel] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class GraphNode:
+    """A graph node's creation on the host: during stream capture (`original` None) or as a
+    clone of node `original` (cudaGraphInstantiate, cudaGraphClone)."""
+
+    start: int
+    end: int
+    node_id: int
+    original: int | None = None
+    pid: int = 100
+    tid: int | None = None
+    api: str = "cudaLaunchKernel_v7000"
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +165,8 @@ class Scenario:
     memcpys: Iterable[Memcpy] = ()
     memsets: Iterable[Memset] = ()
     api_calls: Iterable[ApiCall] = ()
+    graph_launches: Iterable[GraphLaunch] = ()
+    graph_nodes: Iterable[GraphNode] = ()
     nvtx: Iterable[NvtxRange] = ()
     gpus: Sequence[Gpu] = ()
     host: str = "synth-host"
@@ -157,6 +198,9 @@ _EVENT_TABLES = (
     "CUPTI_ACTIVITY_KIND_MEMSET",
     "CUPTI_ACTIVITY_KIND_RUNTIME",
     "NVTX_EVENTS",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+    "CUDA_GRAPH_NODE_EVENTS",
+    "CUDA_GRAPH_EVENTS",
 )
 _BUILTIN_TYPES = {
     "void": "v",
@@ -176,7 +220,7 @@ _BUILTIN_TYPES = {
     "double": "d",
 }
 
-_Op = Kernel | Memcpy | Memset | ApiCall
+_Op = Kernel | Memcpy | Memset | ApiCall | GraphLaunch
 
 
 def write_trace(scenario: Scenario, path: Path, version: str = "2026.2") -> Path:
@@ -286,7 +330,9 @@ def _start(item: NvtxRange) -> int:
 
 def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
     ops: list[_Op] = [*scenario.kernels, *scenario.memcpys, *scenario.memsets, *scenario.api_calls]
+    ops += scenario.graph_launches
     ops.sort(key=_launch_start)
+    graph_nodes = sorted(scenario.graph_nodes, key=lambda n: n.start)
     nvtx = sorted(scenario.nvtx, key=_start)
     gpus = list(scenario.gpus)
     if len({g.device for g in gpus}) != len(gpus):
@@ -298,6 +344,7 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
     kernels: list[tuple[Kernel, int]] = []
     memcpys: list[tuple[Memcpy, int]] = []
     memsets: list[tuple[Memset, int]] = []
+    graphs: list[tuple[GraphLaunch, int]] = []
     next_corr: dict[int, int] = {}
     threads: set[tuple[int, int | None]] = set()
     for op in ops:
@@ -310,10 +357,22 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
             memcpys.append((op, c))
         elif isinstance(op, Memset):
             memsets.append((op, c))
+        elif isinstance(op, GraphLaunch) and op.kernels:
+            kernels += [(k, c) for k in op.kernels]  # a replay: every kernel shares the launch's
+        elif isinstance(op, GraphLaunch):
+            graphs.append((op, c))
+    if graphs and "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" not in profile.tables:
+        raise ValueError(
+            f"nsys {profile.nsys_version} exports have no CUPTI_ACTIVITY_KIND_GRAPH_TRACE table: "
+            "give graph launches their kernels (node-level tracing)"
+        )
+    for n in graph_nodes:
+        threads.add((n.pid, n.tid))
     # GPU tables list rows by start time, as nsys does; the sorts are stable on launch order.
     kernels.sort(key=lambda pair: pair[0].start)
     memcpys.sort(key=lambda pair: pair[0].start)
     memsets.sort(key=lambda pair: pair[0].start)
+    graphs.sort(key=lambda pair: pair[0].start)
     for r in nvtx:
         threads.add((r.pid, r.tid))
         if r.end_tid is not None:
@@ -332,6 +391,14 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
         rows["CUPTI_ACTIVITY_KIND_MEMCPY"] = _memcpy_rows(memcpys, profile)
     if memsets:
         rows["CUPTI_ACTIVITY_KIND_MEMSET"] = _memset_rows(memsets, profile)
+    if graphs:
+        rows["CUPTI_ACTIVITY_KIND_GRAPH_TRACE"] = _graph_rows(graphs, profile)
+    if graph_nodes:
+        # Schema 2.x kept node creation in CUDA_GRAPH_EVENTS, 3.x in CUDA_GRAPH_NODE_EVENTS.
+        table = "CUDA_GRAPH_NODE_EVENTS"
+        if table not in profile.tables:
+            table = "CUDA_GRAPH_EVENTS"
+        rows[table] = _graph_node_rows(graph_nodes, strings)
     if ops:
         backtrace = scenario.backtrace_duplicates
         rows["CUPTI_ACTIVITY_KIND_RUNTIME"] = _runtime_rows(ops, corr, strings, backtrace)
@@ -457,8 +524,8 @@ def _kernel_rows(
         # Geometry and resources are fixed, plausible values (real exports show such rows).
         yield (
             k.start, k.end, k.device, 1, green, k.stream, corr, GLOBAL_VID | k.pid << 24,
-            *ids, 1, 1, 32, 128, 1, 1, 256, 1, 1, 0, 0, 0, 127401984, grid_id, 32768, None, 0,
-            None, None, None, None, 0, 0, 0, 1, 0, 0, None, "[]",
+            *ids, 1, 1, 32, 128, 1, 1, 256, 1, 1, 0, 0, 0, 127401984, grid_id, 32768,
+            k.graph_node_id, 0, None, None, None, k.graph_id, 0, 0, 0, 1, 0, 0, None, "[]",
         )  # fmt: skip
 
 
@@ -479,6 +546,22 @@ def _memset_rows(memsets: list[tuple[Memset, int]], profile: VersionProfile) -> 
             m.start, m.end, m.device, 1, green, m.stream, corr, GLOBAL_VID | m.pid << 24,
             m.value, m.bytes, None, 2,
         )  # fmt: skip
+
+
+def _graph_rows(graphs: list[tuple[GraphLaunch, int]], profile: VersionProfile) -> Iterator[Row]:
+    green = profile.green_context_id
+    for g, corr in graphs:
+        yield (
+            g.start, g.end, g.device, 1, green, g.stream, corr, GLOBAL_VID | g.pid << 24,
+            g.graph_id, g.graph_exec_id,
+        )  # fmt: skip
+
+
+def _graph_node_rows(nodes: list[GraphNode], strings: dict[str, int]) -> Iterator[Row]:
+    for n in nodes:
+        gtid = GLOBAL_VID | n.pid << 24 | (n.pid if n.tid is None else n.tid)
+        name_id = strings.setdefault(n.api, len(strings) + 1)
+        yield (n.start, n.end, GRAPH_NODE_CREATION_CLASS, gtid, name_id, n.node_id, n.original)
 
 
 def _runtime_rows(

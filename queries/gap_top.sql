@@ -6,6 +6,7 @@
 -- equivalents) that the thread which launched the `after` activity was inside during the
 -- gap - the likely cause: the host waited, then had to launch more work. When several
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
+-- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
 --
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
@@ -30,9 +31,9 @@ WITH gaps AS (
 ),
 top AS (
     SELECT *,
-        ['kernel', 'memcpy', 'memset'][(before_key % 4)::INTEGER + 1] AS before_source,
+        ['kernel', 'memcpy', 'memset', 'graph'][(before_key % 4)::INTEGER + 1] AS before_source,
         before_key // 4 AS before_id,
-        ['kernel', 'memcpy', 'memset'][(after_key % 4)::INTEGER + 1] AS after_source,
+        ['kernel', 'memcpy', 'memset', 'graph'][(after_key % 4)::INTEGER + 1] AS after_source,
         after_key // 4 AS after_id
     FROM gaps
     WHERE gap_rank <= $top
@@ -44,11 +45,12 @@ ends AS (
 ),
 named AS (
     SELECT a.source, a.activity_id, a.global_pid, a.correlation_id, a.class,
-        coalesce(k.name, m.name) AS name
+        coalesce(k.name, m.name, g.name) AS name
     FROM ends AS e
     JOIN activity AS a ON a.source = e.source AND a.activity_id = e.activity_id
     LEFT JOIN kernel AS k ON a.source = 'kernel' AND k.kernel_id = a.activity_id
     LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
+    LEFT JOIN graph_launch AS g ON a.source = 'graph' AND g.graph_launch_id = a.activity_id
 ),
 syncs AS (
     SELECT global_tid, start_ns, end_ns, name

@@ -1,9 +1,13 @@
--- gpu_breakdown: per-GPU time breakdown; compute + exposed comm + exposed memcpy + idle = span
+-- gpu_breakdown: per-GPU time breakdown; compute + exposed comm + exposed memcpy + graph opaque
+-- + idle = span
 --
 -- Definitions are METRICS.md's interval algebra: every *_ns is the length of a union of
 -- intervals (not a sum) unless the name ends in _sum_ns. Exposed communication is comm time
 -- during which no compute kernel runs on the same GPU, on any stream; exposed memcpy is copy
--- time with neither compute nor comm running. overlap_pct is NULL when there is no comm.
+-- time with neither compute nor comm running. overlap_pct is NULL when there is no comm. A CUDA
+-- graph launch traced as a whole (class graph) is busy time of unknown content: graph_opaque_ns
+-- is the part of it that no kernel or copy covers, the breakdown's fifth part. Graph time hides
+-- no communication: exposed comm and memcpy do not look at it.
 --
 -- Columns:
 --   pid                  BIGINT    process id
@@ -26,6 +30,10 @@
 --   kernel_count         BIGINT    kernels, including those with end <= start
 --   comm_kernel_count    BIGINT    communication kernels
 --   memcpy_count         BIGINT    memcpys and memsets
+--   graph_ns             BIGINT    union of CUDA graph launches traced as a whole
+--   graph_opaque_ns      BIGINT    graph union minus (compute + comm + memcpy unions)
+--   graph_launches       BIGINT    CUDA graph launches traced as a whole
+--   graph_kernel_count   BIGINT    kernels replayed from a CUDA graph (graphNodeId set)
 WITH seg AS (
     SELECT pid, device_id,
         min(start_ns) AS first_start_ns,
@@ -39,7 +47,10 @@ WITH seg AS (
         sum(duration_ns) FILTER (n_comm > 0 AND n_compute = 0) AS exposed_comm_ns,
         sum(duration_ns) FILTER (n_memcpy > 0) AS memcpy_ns,
         sum(duration_ns) FILTER (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0)
-            AS exposed_memcpy_ns
+            AS exposed_memcpy_ns,
+        sum(duration_ns) FILTER (n_graph > 0) AS graph_ns,
+        sum(duration_ns) FILTER (n_graph > 0 AND n_compute = 0 AND n_comm = 0 AND n_memcpy = 0)
+            AS graph_opaque_ns
     FROM gpu_segment
     GROUP BY pid, device_id
 ),
@@ -48,8 +59,15 @@ counts AS (
         count(*) FILTER (source = 'kernel') AS kernel_count,
         count(*) FILTER (class = 'comm') AS comm_kernel_count,
         count(*) FILTER (class = 'memcpy') AS memcpy_count,
+        count(*) FILTER (class = 'graph') AS graph_launches,
         sum(end_ns - start_ns) FILTER (class = 'comm' AND end_ns > start_ns) AS comm_sum_ns
     FROM activity
+    GROUP BY pid, device_id
+),
+graph_kernels AS (
+    SELECT pid, device_id, count(*) AS graph_kernel_count
+    FROM kernel
+    WHERE graph_node_id IS NOT NULL OR graph_id IS NOT NULL
     GROUP BY pid, device_id
 )
 SELECT
@@ -74,7 +92,12 @@ SELECT
     coalesce(s.exposed_memcpy_ns, 0)::BIGINT AS exposed_memcpy_ns,
     c.kernel_count,
     c.comm_kernel_count,
-    c.memcpy_count
+    c.memcpy_count,
+    coalesce(s.graph_ns, 0)::BIGINT AS graph_ns,
+    coalesce(s.graph_opaque_ns, 0)::BIGINT AS graph_opaque_ns,
+    c.graph_launches,
+    coalesce(k.graph_kernel_count, 0)::BIGINT AS graph_kernel_count
 FROM counts AS c
 LEFT JOIN seg AS s ON s.pid = c.pid AND s.device_id = c.device_id
+LEFT JOIN graph_kernels AS k ON k.pid = c.pid AND k.device_id = c.device_id
 ORDER BY c.pid, c.device_id

@@ -5,14 +5,17 @@
 -- exposed_comm_ns is the layer's comm union minus the union of ALL compute on the GPU, so an
 -- all-reduce hidden behind the next layer's GEMM counts as hidden. gpu_time_ns sums, over the
 -- layer's occurrences, the window from its first activity start to its last activity end.
--- Rows are ranked within each GPU by exposed communication, most first.
+-- Rows are ranked within each GPU by exposed communication, most first. A kernel replayed from a
+-- CUDA graph belongs to the layer range open when its node was captured (graph_node_origin), so
+-- one range covers every replay of the graph: each replay (cudaGraphLaunch) of a range is an
+-- occurrence of its own, as NVIDIA's nvtx_gpu_proj_trace keeps one projected range per launch.
 --
 -- Columns:
 --   pid               BIGINT    process id
 --   device_id         BIGINT    nsys GPU id
 --   layer             VARCHAR   layer label, or (outside layers)
 --   layer_index       BIGINT    the number in the label (for natural order), NULL outside
---   occurrences       BIGINT    how many ranges of this layer launched work on the GPU
+--   occurrences       BIGINT    ranges of this layer (each graph replay: one) with GPU work
 --   kernel_count      BIGINT    kernels launched inside the layer
 --   compute_ns        BIGINT    union of the layer's compute kernels
 --   gemm_ns           BIGINT    union of the layer's GEMM kernels
@@ -22,24 +25,27 @@
 --   exposed_rank      BIGINT    1 = the GPU's layer with the most exposed communication
 WITH members AS (
     SELECT a.pid, a.device_id, a.source, a.start_ns, a.end_ns,
-        coalesce(ar.label, '(outside layers)') AS layer, ar.label_index, ar.range_id
+        coalesce(ar.label, '(outside layers)') AS layer, ar.label_index, ar.range_id,
+        -- the graph launch a replayed kernel ran in (-1: launched in the range itself)
+        CASE WHEN o.kernel_id IS NULL THEN -1 ELSE a.correlation_id END AS replay
     FROM activity AS a
     LEFT JOIN activity_range AS ar
         ON ar.source = a.source AND ar.activity_id = a.activity_id AND ar.role = 'layer'
+    LEFT JOIN graph_node_origin AS o ON a.source = 'kernel' AND o.kernel_id = a.activity_id
 ),
 counts AS (
     SELECT pid, device_id, layer, min(label_index) AS layer_index,
-        count(DISTINCT range_id) AS occurrences,
+        count(DISTINCT (range_id, replay)) FILTER (range_id IS NOT NULL) AS occurrences,
         count(*) FILTER (source = 'kernel') AS kernel_count
     FROM members
     GROUP BY pid, device_id, layer
 ),
 windows AS (
-    SELECT pid, device_id, layer, range_id,
+    SELECT pid, device_id, layer, range_id, replay,
         max(greatest(end_ns, start_ns)) - min(start_ns) AS window_ns
     FROM members
     WHERE range_id IS NOT NULL
-    GROUP BY pid, device_id, layer, range_id
+    GROUP BY pid, device_id, layer, range_id, replay
 ),
 gpu_time AS (
     SELECT pid, device_id, layer, sum(window_ns)::BIGINT AS gpu_time_ns

@@ -5,7 +5,9 @@
 -- process). Every metric is METRICS.md's, over all of the GPU's activity clipped to that
 -- window (work launched earlier that runs into the step counts too): the gpu_segment rows
 -- between the window's two ends, the two end segments clipped. Counts are of the activities
--- the step contains. compute + exposed comm + exposed memcpy + idle = step_time_ns.
+-- the step contains. compute + exposed comm + exposed memcpy + graph opaque + idle =
+-- step_time_ns (graph opaque: CUDA graph launches traced as a whole, where no kernel or copy
+-- is known).
 --
 -- Columns:
 --   pid                  BIGINT    process id
@@ -28,6 +30,8 @@
 --   overlap_pct          DOUBLE    100 * overlapped_comm_ns / comm_ns
 --   memcpy_ns            BIGINT    union of memcpys and memsets
 --   exposed_memcpy_ns    BIGINT    copies with neither compute nor comm running
+--   graph_ns             BIGINT    union of CUDA graph launches traced as a whole
+--   graph_opaque_ns      BIGINT    graph union minus (compute + comm + memcpy unions)
 --   kernel_count         BIGINT    kernels the step contains on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
 WITH bounds AS (
@@ -45,7 +49,7 @@ inside AS (
 ),
 clipped AS (
     SELECT i.pid, i.device_id, i.range_id, s.n_all, s.n_compute, s.n_gemm, s.n_attention,
-        s.n_comm, s.n_memcpy,
+        s.n_comm, s.n_memcpy, s.n_graph,
         least(s.end_ns, i.end_ns) - greatest(s.start_ns, i.start_ns) AS part_ns
     FROM inside AS i
     JOIN gpu_segment AS s ON s.pid = i.pid AND s.device_id = i.device_id AND s.seq = i.seq
@@ -60,7 +64,10 @@ totals AS (
         coalesce(sum(part_ns) FILTER (n_comm > 0 AND n_compute = 0), 0) AS exposed_comm,
         coalesce(sum(part_ns) FILTER (n_memcpy > 0), 0) AS memcpy,
         coalesce(sum(part_ns) FILTER (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0), 0)
-            AS exposed_memcpy
+            AS exposed_memcpy,
+        coalesce(sum(part_ns) FILTER (n_graph > 0), 0) AS graph,
+        coalesce(sum(part_ns) FILTER (
+            n_graph > 0 AND n_compute = 0 AND n_comm = 0 AND n_memcpy = 0), 0) AS graph_opaque
     FROM clipped
     WHERE part_ns > 0
     GROUP BY pid, device_id, range_id
@@ -95,6 +102,8 @@ SELECT
     CASE WHEN t.comm > 0 THEN 100.0 * (t.comm - t.exposed_comm) / t.comm END AS overlap_pct,
     t.memcpy::BIGINT AS memcpy_ns,
     t.exposed_memcpy::BIGINT AS exposed_memcpy_ns,
+    t.graph::BIGINT AS graph_ns,
+    t.graph_opaque::BIGINT AS graph_opaque_ns,
     l.kernel_count,
     l.comm_kernel_count
 FROM step_window AS w

@@ -19,9 +19,9 @@
 --   pid           BIGINT    process id
 --   device_id     BIGINT    nsys GPU id
 --   stream_id     BIGINT    CUPTI stream id (NULL for exposed_comm and gap)
---   class         VARCHAR   comm, attention, gemm, other or memcpy (NULL for exposed_comm, gap)
---   source        VARCHAR   kernel, memcpy or memset (NULL for exposed_comm and gap)
---   activity_id   BIGINT    kernel_id or memcpy_id (NULL for exposed_comm and gap)
+--   class         VARCHAR   comm, attention, gemm, other, memcpy or graph (NULL: exposed_comm, gap)
+--   source        VARCHAR   kernel, memcpy, memset or graph (NULL for exposed_comm and gap)
+--   activity_id   BIGINT    kernel_id, memcpy_id or graph_launch_id (NULL for exposed_comm, gap)
 --   start_ns      BIGINT    piece start, clipped to the window
 --   end_ns        BIGINT    piece end, clipped to the window
 --   window_rows   BIGINT    rows in the window before the $max_rows cut

@@ -46,20 +46,29 @@ def kernel_class(name: str) -> str:
 
 
 def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
-    """(pid, device) -> span, busy, compute, gemm, attention, comm, comm_sum, exposed_comm, ..."""
+    """(pid, device) -> span, busy, compute, gemm, attention, comm, comm_sum, exposed_comm, ...
+
+    CUDA graph launches traced as a whole (CUPTI_ACTIVITY_KIND_GRAPH_TRACE rows) are busy time of
+    their own: graph_ns is their union, graph_opaque_ns the busy time no kernel or copy covers.
+    """
     con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     names = dict(con.execute("SELECT id, value FROM StringIds"))
     sets: dict[tuple[int, int], dict[str, list[Interval]]] = defaultdict(lambda: defaultdict(list))
     counts: dict[tuple[int, int], int] = defaultdict(int)
+    graph_kernels: dict[tuple[int, int], int] = defaultdict(int)
+    launches: dict[tuple[int, int], int] = defaultdict(int)
     if "CUPTI_ACTIVITY_KIND_KERNEL" in tables:
+        columns = {r[1] for r in con.execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_KERNEL)")}
+        node = "graphNodeId" if "graphNodeId" in columns else "NULL"
         rows = con.execute(
-            'SELECT globalPid, deviceId, start, "end", demangledName '
+            f'SELECT globalPid, deviceId, start, "end", demangledName, {node} '
             "FROM CUPTI_ACTIVITY_KIND_KERNEL"
         )
-        for gpid, dev, start, end, name_id in rows:
+        for gpid, dev, start, end, name_id, node_id in rows:
             key = ((gpid >> 24) & 0xFFFFFF, dev)
             counts[key] += 1
+            graph_kernels[key] += node_id is not None
             cls = kernel_class(names.get(name_id, ""))
             sets[key][cls].append((start, end))
             sets[key]["all"].append((start, end))
@@ -74,15 +83,26 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
                 key = ((gpid >> 24) & 0xFFFFFF, dev)
                 sets[key]["memcpy"].append((start, end))
                 sets[key]["all"].append((start, end))
+    if "CUPTI_ACTIVITY_KIND_GRAPH_TRACE" in tables:
+        for gpid, dev, start, end in con.execute(
+            'SELECT globalPid, deviceId, start, "end" FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE'
+        ):
+            key = ((gpid >> 24) & 0xFFFFFF, dev)
+            launches[key] += 1
+            sets[key]["graph"].append((start, end))
+            sets[key]["all"].append((start, end))
     con.close()
     result = {}
     for key, s in sets.items():
         timed = [i for i in s["all"] if i[1] > i[0]]
         compute, comm, kernels = (union_length(s[n]) for n in ("compute", "comm", "kernel"))
         busy = union_length(s["all"])
+        traced = union_length(s["kernel"] + s["memcpy"])  # what is known to run
+        span = max(e for _, e in timed) - min(b for b, _ in timed)
         result[key] = {
-            "span_ns": max(e for _, e in timed) - min(b for b, _ in timed),
+            "span_ns": span,
             "busy_ns": busy,
+            "idle_ns": span - busy,
             "compute_ns": compute,
             "gemm_ns": union_length(s["gemm"]),
             "attention_ns": union_length(s["attention"]),
@@ -90,8 +110,12 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
             "comm_sum_ns": sum(e - b for b, e in s["comm"] if e > b),
             "exposed_comm_ns": union_length(s["comm"] + s["compute"]) - compute,
             "memcpy_ns": union_length(s["memcpy"]),
-            "exposed_memcpy_ns": busy - kernels,
+            "exposed_memcpy_ns": traced - kernels,
+            "graph_ns": union_length(s["graph"]),
+            "graph_opaque_ns": busy - traced,
+            "graph_launches": launches[key],
             "kernel_count": counts[key],
+            "graph_kernel_count": graph_kernels[key],
         }
     return result
 

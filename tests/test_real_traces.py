@@ -66,6 +66,7 @@ def test_the_breakdown_partitions_the_span_and_unions_stay_within_sums(name: str
     con = open_trace(real_trace(name))
     for r in run_query(con, "gpu_breakdown").to_dicts():
         parts = r["compute_ns"] + r["exposed_comm_ns"] + r["exposed_memcpy_ns"] + r["idle_ns"]
+        parts += r["graph_opaque_ns"]
         assert parts == r["span_ns"]
         assert r["busy_ns"] + r["idle_ns"] == r["span_ns"]
         assert r["comm_ns"] <= r["comm_sum_ns"]

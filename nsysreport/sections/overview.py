@@ -96,6 +96,19 @@ class GapFacts:
 
 
 @dataclass(frozen=True, slots=True)
+class GraphFacts:
+    """CUDA graphs: time inside launches traced as a whole, and graph kernels with no layer."""
+
+    launches: int  # graph launches traced as a whole, all GPUs
+    graph_ns: int  # their union, summed over GPUs
+    opaque_ns: int  # of that, time no kernel or copy accounts for
+    opaque_pct: float | None  # share of all GPUs' span; None without such launches
+    note: str  # what the report cannot see and how to re-capture ("" without such launches)
+    graph_kernels: int  # kernels replayed from graphs (node-level tracing), all GPUs
+    without_layer: int  # of those, in no layer for lack of node creation records
+
+
+@dataclass(frozen=True, slots=True)
 class Overview:
     key: KeyNumbers
     breakdown: BreakdownFacts | None
@@ -104,6 +117,7 @@ class Overview:
     layers: LayerFacts | None
     gaps: GapFacts | None
     step_rows: tuple[StepReport, ...]  # every step of every GPU, or the STEP_ROWS slowest
+    graphs: GraphFacts
 
 
 def build_overview(report: Report) -> Overview:
@@ -115,6 +129,24 @@ def build_overview(report: Report) -> Overview:
         layers=_layers(report.layers_across),
         gaps=_gaps(report),
         step_rows=_step_rows(report.steps),
+        graphs=_graphs(report),
+    )
+
+
+def _graphs(report: Report) -> GraphFacts:
+    from nsysreport.sections.verdict import graph_note
+
+    launches = sum(g.graph_launches for g in report.gpus)
+    opaque = sum(g.graph_opaque_ns for g in report.gpus)
+    share = pct(opaque, sum(g.span_ns for g in report.gpus)) if launches else None
+    return GraphFacts(
+        launches=launches,
+        graph_ns=sum(g.graph_ns for g in report.gpus),
+        opaque_ns=opaque,
+        opaque_pct=share,
+        note=graph_note(share or 0.0, launches) if launches else "",
+        graph_kernels=sum(g.graph_kernel_count for g in report.gpus),
+        without_layer=sum(g.graph_kernels_without_layer for g in report.gpus),
     )
 
 

@@ -39,6 +39,8 @@ class StepReport:
     overlap_pct: float | None
     memcpy_ns: int
     exposed_memcpy_ns: int
+    graph_ns: int  # union of CUDA graph launches traced as a whole
+    graph_opaque_ns: int  # of that, time no kernel or copy accounts for
     kernel_count: int
     comm_kernel_count: int
     what_if: WhatIf

@@ -18,6 +18,10 @@ STANDS_OUT = 1.25
 # A straggler is named when the waiting it causes is at least this share of the exposed
 # communication on the other GPUs (where that waiting happens).
 STRAGGLER_EXPLAINS_PCT = 50.0
+# From this share of the GPUs' span inside CUDA graphs traced as a whole, the verdict says that
+# it cannot see into them and how to re-capture.
+GRAPH_NOTE_PCT = 10.0
+RECAPTURE = "nsys profile --cuda-graph-trace=node ..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,9 @@ class Bottleneck:
     gain_pct: float  # span saved by fixing it (what-if), share of all GPUs' span
     straggler: dict[str, Any] | None
     summary: str
+    # share of all GPUs' span inside CUDA graphs traced as a whole (never idle, never host time);
+    # None when the trace has no such graph launches
+    graph_opaque_pct: float | None = None
 
 
 def bottleneck(
@@ -68,7 +75,21 @@ def bottleneck(
             f"last at {straggler['last_arrivals']} of {straggler['matched_instances']} collectives "
             f"and costs the other GPUs {fmt_ns(straggler['caused_wait_ns'])} of waiting."
         )
-    return Bottleneck(stage, share, gain, straggler, sentence)
+    graph_pct = None
+    if any(g.graph_launches for g in gpus):
+        graph_pct = pct(sum(g.graph_opaque_ns for g in gpus), span) or 0.0
+        if graph_pct >= GRAPH_NOTE_PCT:
+            sentence += " " + graph_note(graph_pct, sum(g.graph_launches for g in gpus))
+    return Bottleneck(stage, share, gain, straggler, sentence, graph_pct)
+
+
+def graph_note(share_pct: float, launches: int) -> str:
+    """What the report cannot see inside CUDA graphs traced as a whole, and the way to see it."""
+    return (
+        f"{share_pct:.1f}% of the GPU time is inside {launches} CUDA graph launches traced as a "
+        "whole, whose kernels the trace does not record (neither idle nor host time, and not "
+        "part of this verdict); re-capture with `" + RECAPTURE + "` to see them."
+    )
 
 
 _SENTENCES = {

@@ -10,9 +10,13 @@
 -- (thread, role) gives each launch its depth, and an ASOF join finds that range - no
 -- per-kernel scan over ranges. Activities whose launch is not in the trace (a capture window
 -- that starts after the launch) get no range.
+-- A kernel replayed from a CUDA graph (node-level tracing) shares its cudaGraphLaunch's
+-- correlation id (activity_step places it in a step by that call). Here its launch is the
+-- creation of its node at capture time, on the capturing thread (graph_node_origin), when the
+-- export records it: the layer ranges are open then, not around the replay.
 --
 -- Columns:
---   source         VARCHAR   kernel, memcpy or memset
+--   source         VARCHAR   kernel, memcpy, memset or graph
 --   activity_id    BIGINT    activity_id in the activity view
 --   role           VARCHAR   layer, torch_collective or nccl_collective
 --   range_id       BIGINT    the innermost range of that role containing the launch
@@ -21,12 +25,18 @@
 --   payload        BIGINT    its payload
 CREATE TABLE activity_range AS
 WITH launched AS (
+    -- `point`: launch (the API call) or origin (graph node creation); `has_origin` says that
+    -- the activity has both.
     SELECT a.source, a.activity_id, l.global_tid, l.start_ns AS launch_start,
-        l.end_ns AS launch_end
+        l.end_ns AS launch_end, 'launch' AS point, o.kernel_id IS NOT NULL AS has_origin
     FROM activity AS a
     JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+    LEFT JOIN graph_node_origin AS o ON a.source = 'kernel' AND o.kernel_id = a.activity_id
+    UNION ALL
+    SELECT 'kernel', kernel_id, origin_tid, origin_start_ns, origin_end_ns, 'origin', true
+    FROM graph_node_origin
 ),
-roles AS (SELECT DISTINCT role FROM nvtx_role_range),
+roles AS (SELECT DISTINCT role FROM nvtx_role_range WHERE role <> 'step'),
 events AS (
     -- +1 at a range start, -1 at its end, 0 at a launch. At one instant ends come first (a
     -- range may end where the next begins), then starts, then launches, so a launch at a
@@ -43,9 +53,8 @@ events AS (
     UNION ALL
     SELECT l.global_tid, r.role, l.launch_start, 0, NULL, l.source, l.activity_id, l.launch_end
     FROM launched AS l
-    CROSS JOIN roles AS r
-    WHERE r.role <> 'step'
-        AND l.global_tid IN (SELECT global_tid FROM nvtx_role_range WHERE role <> 'step')
+    JOIN roles AS r ON l.point = 'origin' OR NOT l.has_origin
+    WHERE l.global_tid IN (SELECT global_tid FROM nvtx_role_range WHERE role <> 'step')
 ),
 depths AS (
     SELECT *, sum(d) OVER (

@@ -1,7 +1,9 @@
 -- kernel: one row per CUDA kernel, with process, device, stream, times and class
 --
 -- `pid` is (globalPid >> 24) & 0xFFFFFF, as NVIDIA's reports compute it. Rows with
--- end <= start are kept (they count as kernels) but carry no time in any analysis.
+-- end <= start are kept (they count as kernels) but carry no time in any analysis. A kernel
+-- replayed from a CUDA graph under --cuda-graph-trace=node is an ordinary row with
+-- graphNodeId (and, from nsys 2026.1, graphId) set; its correlationId is its cudaGraphLaunch's.
 --
 -- Columns:
 --   kernel_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_KERNEL
@@ -16,6 +18,8 @@
 --   name_id          BIGINT    StringIds id of the demangled name
 --   name             VARCHAR   demangled kernel name
 --   class            VARCHAR   comm, attention, gemm or other
+--   graph_node_id    BIGINT    graph node it ran as (node-level graph tracing), else NULL
+--   graph_id         BIGINT    graph it ran in (nsys 2026.1+, node-level tracing), else NULL
 CREATE VIEW kernel AS
 SELECT
     k.rowid AS kernel_id,
@@ -29,6 +33,8 @@ SELECT
     k."end" - k.start AS duration_ns,
     k.demangledName AS name_id,
     n.name,
-    n.class
+    n.class,
+    k.graphNodeId AS graph_node_id,
+    k.graphId AS graph_id
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
 JOIN kernel_name AS n ON n.name_id = k.demangledName
