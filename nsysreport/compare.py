@@ -68,6 +68,13 @@ def load_inputs(
     return loaded
 
 
+def input_files(specs: Sequence[str]) -> list[Path]:
+    """Every file the inputs name (a directory's per-rank files), so no output replaces one."""
+    from nsysreport.inputs import expand_inputs
+
+    return [file for spec in specs for file in expand_inputs([str(_split_label(spec)[1])])]
+
+
 def _short_labels(labels: list[str], specs: Sequence[str]) -> list[str]:
     """Drop the words all file-name labels share: llama_tp2_pcie, llama_tp4_pcie -> tp2, tp4."""
     named = [spec.partition("=")[0] == label for label, spec in zip(labels, specs, strict=True)]
