@@ -153,7 +153,9 @@ def report(
         paths = expand_inputs(traces)
         window = _parse_range(timeline_range)
         options = (top, timeline_step, window)
-        files = _page_outputs(output or default_output(paths), pdf, "-o" if output else "report")
+        files = _page_outputs(
+            output or default_output(paths), pdf, "-o" if output else "the default -o"
+        )
         if json_path is not None and str(json_path) != "-":
             files.append(Output("--json", json_path))
         check_outputs(files, [Input("input trace", p) for p in paths])
@@ -211,8 +213,8 @@ def gate(
     trace: Annotated[
         Path,
         typer.Argument(
-            help="Nsight Systems SQLite export, a directory of per-rank files, or a "
-            "`report --json` file."
+            help="Nsight Systems SQLite export, PyTorch profiler JSON, a directory of per-rank "
+            "files, or a `report --json` file."
         ),
     ],
     budget: Annotated[
@@ -232,7 +234,9 @@ def gate(
     ] = None,
     baseline: Annotated[
         Path | None,
-        typer.Option(help="Baseline trace (.sqlite) or `report --json` file to compare with."),
+        typer.Option(
+            help="Baseline trace (.sqlite, .json) or `report --json` file to compare with."
+        ),
     ] = None,
     max_regression: Annotated[
         list[str] | None,

@@ -112,16 +112,17 @@ def _check_location(out: Output) -> None:
     if mode is not None and not stat.S_ISREG(mode):
         return  # a device or a pipe: written in place
     folder = out.path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent  # missing folders are made when writing
-    if not folder.is_dir():
-        raise OptionError(f"{out}: {folder} is not a directory")
-    try:  # a real file, not os.access: root on a read-only disk, ACLs and quotas answer truly
+    try:
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent  # missing folders are made when writing
+        if not folder.is_dir():
+            raise OptionError(f"{out}: {folder} is not a directory")
+        # A real file, not os.access: root on a read-only disk, ACLs and quotas answer truly.
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".nsysreport-probe.", suffix=".tmp")
-    except OSError as exc:
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:  # PermissionError: a folder on the way that may not be searched
         raise OptionError(f"{out}: cannot write there ({_reason(exc)})") from None
-    os.close(fd)
-    os.unlink(probe)
 
 
 def _is_special(path: Path) -> bool:

@@ -9,6 +9,7 @@ import os
 import pathlib
 import stat
 import tempfile
+import threading
 from pathlib import Path
 
 import pytest
@@ -231,6 +232,24 @@ def test_a_folder_that_takes_no_new_file_fails_before_loading(
     assert not (tmp_path / "r.html").exists() and nothing_loaded(isolated_cache)
 
 
+def test_a_folder_that_may_not_be_searched_is_one_line_not_a_traceback(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    private = tmp_path / "private"
+    private.mkdir()
+    real = pathlib.Path.stat
+
+    def denied(self: Path, **kwargs: bool) -> os.stat_result:
+        if private in self.absolute().parents:  # as if `private` lacked its x bit
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(self))
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "stat", denied)
+    code, _, err = nsysreport(trace, "-o", "private/sub/r.html")
+    assert code == 2
+    one_error(err, "-o private/sub/r.html: cannot write there (Permission denied)")
+
+
 # --- all or none -------------------------------------------------------------------------------
 
 
@@ -258,13 +277,24 @@ def test_a_full_disk_while_writing_names_the_output_and_changes_no_output(
     assert (out / "r.html").read_text() == "yesterday's report"
 
 
-def test_the_kernel_s_own_full_device_fails_in_one_line_before_any_rename(
-    trace: Path, tmp_path: Path
+def test_a_pipe_that_cannot_be_written_fails_in_one_line_before_any_rename(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, _, err = nsysreport(trace, "-o", tmp_path / "r.html", "--json", "/dev/full")
+    # Never /dev/full itself: a regression would replace it (tests run as root).
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    real = pathlib.Path.write_text
+
+    def full(self: Path, data: str, *args: object, **kwargs: object) -> int:
+        if self == pipe:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(self, data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pathlib.Path, "write_text", full)
+    code, _, err = nsysreport(trace, "-o", tmp_path / "r.html", "--json", pipe)
     assert code == 1
-    one_error(err, "--json /dev/full: cannot write: No space left on device")
-    assert [p.name for p in tmp_path.iterdir() if p.name != "in"] == []
+    one_error(err, f"--json {pipe}: cannot write: No space left on device")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "pipe"]
 
 
 def test_a_failed_rename_removes_the_outputs_renamed_before_it(
@@ -284,18 +314,25 @@ def test_a_failed_rename_removes_the_outputs_renamed_before_it(
     assert [p.name for p in tmp_path.iterdir() if p.name != "in"] == []
 
 
-def test_outputs_are_as_readable_as_any_new_file_and_devices_are_written_in_place(
+def test_outputs_are_as_readable_as_any_new_file_and_pipes_are_written_in_place(
     trace: Path, tmp_path: Path
 ) -> None:
+    # A named pipe stands for /dev/null or /dev/stdout, which a regression would replace.
+    pipe = tmp_path / "pipe"
+    os.mkfifo(pipe)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(pipe.read_bytes()))
+    reader.start()
     old = os.umask(0o027)
     try:
-        code, out, _ = nsysreport(trace, "-o", "/dev/null", "--json", tmp_path / "m.json")
+        code, out, _ = nsysreport(trace, "-o", pipe, "--json", tmp_path / "m.json")
     finally:
         os.umask(old)
-    assert code == 0 and "Wrote /dev/null" in out
+        reader.join(timeout=60)
+    assert code == 0 and f"Wrote {pipe}" in out
+    assert received[0].startswith(b"<!DOCTYPE html>") and stat.S_ISFIFO(pipe.stat().st_mode)
     assert stat.S_IMODE((tmp_path / "m.json").stat().st_mode) == 0o640
     assert json.loads((tmp_path / "m.json").read_text())["gpus"][0]["exposed_comm_ns"] == 80
-    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
