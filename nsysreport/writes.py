@@ -3,6 +3,7 @@ input, never another output, a folder that takes files), then all are written, o
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -157,6 +158,9 @@ def _fill(out: Output, tmp: Path, write: Writer) -> None:
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)  # a crash after the rename leaves the whole file, not an empty one
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOTSUP):  # a disk that cannot sync
+                raise
         finally:
             os.close(fd)
     except OSError as exc:
@@ -171,7 +175,8 @@ def _rename_all(staged: Sequence[tuple[Output, Path]]) -> None:
             tmp.replace(out.path)
         except OSError as exc:
             for path in done:
-                path.unlink(missing_ok=True)
+                with suppress(OSError):
+                    path.unlink(missing_ok=True)
             raise OutputError(f"{out}: cannot write: {_reason(exc)}") from None
         done.append(out.path)
 
