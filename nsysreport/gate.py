@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -34,10 +33,6 @@ MALFORMED = (
     StopIteration,
     IndexError,
 )
-# A PyTorch profiler trace names these at its top level; a report JSON never has them as keys
-# (a quote inside a report's strings is escaped, so the pattern cannot match there).
-KINETO_KEY = re.compile(rb'"(traceEvents|schemaVersion|deviceProperties)"\s*:')
-REPORT_START = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
 
 @dataclass(frozen=True, slots=True)
@@ -437,7 +432,9 @@ def merge(base: Budget | None, override: Budget) -> Budget:
 def load_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:
     """The report JSON of a trace (.sqlite or a PyTorch profiler .json, analysed now), a
     directory of per-rank files (one report over all of them) or a `report --json` file."""
-    data = _saved_report(path)
+    from nsysreport.outputs import saved_json
+
+    data = saved_json(path)
     if data is None:
         from nsysreport.model import as_json
         from nsysreport.outputs import report_of
@@ -460,42 +457,6 @@ def load_report(path: Path, patterns: Patterns | None = None, cache: bool = Fals
             f"{path}: not a complete `nsysreport report --json` file ({type(exc).__name__}: {exc})"
         ) from None
     return data
-
-
-def _saved_report(path: Path) -> Any | None:
-    """The parsed JSON of a saved report, or None when `path` is a trace to analyse: a .json
-    is a report unless it is a PyTorch profiler (Kineto) trace, told apart by its content."""
-    if path.is_dir() or not path.name.lower().endswith(".json"):
-        return None
-    try:
-        with path.open("rb") as f:
-            head = f.read(1 << 16)
-        if not REPORT_START.match(head) and KINETO_KEY.search(head):
-            return None
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
-    try:
-        data = json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
-    if isinstance(data, dict) and "traceEvents" in data and "schema_version" not in data:
-        return None  # a Kineto trace whose keys come late
-    return data
-
-
-def _not_a_number(word: str) -> float:
-    # json.loads accepts NaN and Infinity, which no report writes and no limit compares with.
-    raise ValueError(f"{word} is not a number JSON allows; write the report again")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range of a float; write the report again")
-    return value
 
 
 def evaluate(
