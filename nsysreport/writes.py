@@ -16,6 +16,7 @@ from typing import Any
 from nsysreport.errors import OptionError, OutputError
 
 Writer = Callable[[Path], Any]  # writes the whole file at the path it is given
+ELSEWHERE = "choose another output path"
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +48,7 @@ def check_outputs(outputs: Sequence[Output], inputs: Sequence[Input]) -> None:
         where, inode = _identity(out.path)
         for inp, inp_where, inp_inode in readers:
             if where == inp_where or (inode is not None and inode == inp_inode):
-                raise OptionError(
-                    f"{out}: is the {inp.role} {inp.path}; choose another output path"
-                )
+                raise OptionError(f"{out}: is the {inp.role} {inp.path}; {ELSEWHERE}")
         for other, other_where, other_inode in planned:
             if where == other_where or (inode is not None and inode == other_inode):
                 raise OptionError(f"{out}: is also {other}; give each output its own path")
@@ -107,7 +106,7 @@ def _check_location(out: Output) -> None:
     except (FileNotFoundError, NotADirectoryError):
         mode = None  # a missing folder on the way is reported below
     except OSError as exc:
-        raise OptionError(f"{out}: cannot write there ({_reason(exc)})") from None
+        raise OptionError(f"{out}: cannot write there ({_reason(exc)}); {ELSEWHERE}") from None
     if mode is not None and stat.S_ISDIR(mode):
         raise OptionError(f"{out}: is a directory; give a file name inside it")
     if mode is not None and not stat.S_ISREG(mode):
@@ -117,13 +116,13 @@ def _check_location(out: Output) -> None:
         while not folder.exists() and folder != folder.parent:
             folder = folder.parent  # missing folders are made when writing
         if not folder.is_dir():
-            raise OptionError(f"{out}: {folder} is not a directory")
+            raise OptionError(f"{out}: {folder} is not a directory; {ELSEWHERE}")
         # A real file, not os.access: root on a read-only disk, ACLs and quotas answer truly.
         fd, probe = tempfile.mkstemp(dir=folder, prefix=".nsysreport-probe.", suffix=".tmp")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:  # PermissionError: a folder on the way that may not be searched
-        raise OptionError(f"{out}: cannot write there ({_reason(exc)})") from None
+        raise OptionError(f"{out}: cannot write there ({_reason(exc)}); {ELSEWHERE}") from None
 
 
 def _is_special(path: Path) -> bool:

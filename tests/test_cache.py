@@ -424,3 +424,34 @@ def test_when_memory_fails_too_the_error_names_the_cache_and_the_reason(
     assert line.startswith(f"Error: {trace}: could not be loaded: the cache in ")
     assert "failed (Could not write file" in line and "No space left on device" in line
     assert "and so did loading into memory" in line and "could not be read" not in line
+
+
+def test_a_killed_build_s_temporaries_are_kept_while_it_runs_and_removed_once_it_is_dead(
+    trace: Path, tmp_path: Path, isolated_cache: Path
+) -> None:
+    # A real run, held between loading and renaming its cache, then killed with SIGKILL.
+    holding = (
+        "import sys, time; from pathlib import Path; import nsysreport.load as load; "
+        "real = load.load_into; "
+        "load.load_into = lambda *a: (real(*a), print('built', flush=True), time.sleep(300)); "
+        "load.open_trace(Path(sys.argv[1]), cache=True)"
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-c", holding, str(trace)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert run.stdout is not None and run.stdout.readline() == "built\n"
+        leftovers = sorted(isolated_cache.glob(".*.tmp*"))
+        assert leftovers, "the held build has its temporary"
+        hours_ago = time.time() - 2 * 3600
+        for tmp in leftovers:
+            os.utime(tmp, (hours_ago, hours_ago))
+        other = write_trace(Scenario(kernels=[Kernel(0, 50, GEMM)]), tmp_path / "other.sqlite")
+        open_trace(other, cache=True)  # writes the cache: the live run's temporaries stay
+        assert all(tmp.exists() for tmp in leftovers)
+    finally:
+        run.kill()
+        run.wait()
+    open_trace(write_trace(Scenario(kernels=[Kernel(0, 70, GEMM)]), tmp_path / "third.sqlite"),
+               cache=True)  # fmt: skip
+    assert list(isolated_cache.glob(".*")) == []
