@@ -23,7 +23,7 @@ KINDS = ("max", "min", "max-regression")
 BUDGET_KEYS = ("baseline", "min-steps", *KINDS)
 JSON_SCHEMA_VERSION = 1  # of the gate's own --json file
 # What computing a metric raises on a report JSON of the wrong shape (a missing key, a string
-# for a number, a step whose GPU is not in `gpus`).
+# for a number, a list for an object, a GPU no step or straggler row can be matched to).
 MALFORMED = (
     KeyError,
     TypeError,
@@ -447,7 +447,10 @@ def load_report(path: Path, patterns: Patterns | None = None, cache: bool = Fals
             "write one with: nsysreport report TRACE --json FILE"
         )
     if not isinstance(data.get("gpus"), list) or not data["gpus"]:
-        raise TraceError(f"{path}: has no GPUs (its 'gpus' list is empty); nothing to gate")
+        raise TraceError(
+            f"{path}: has no GPUs (its 'gpus' is not a list of GPUs); nothing to gate: "
+            "write it again with: nsysreport report TRACE --json FILE"
+        )
     try:  # every metric once, so that a hand-edited or truncated file fails here, in one line
         for metric in METRICS.values():
             metric.compute(data, None)
