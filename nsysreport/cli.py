@@ -5,18 +5,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
 from nsysreport import __version__
 from nsysreport.errors import NsysReportError, OptionError
 from nsysreport.inputs import expand_inputs
+from nsysreport.writes import Input, Output, Writer, check_outputs, write_all
 
 app = typer.Typer(
     add_completion=False,
@@ -153,6 +153,12 @@ def report(
         paths = expand_inputs(traces)
         window = _parse_range(timeline_range)
         options = (top, timeline_step, window)
+        files = _page_outputs(
+            output or default_output(paths), pdf, "-o" if output else "the default -o"
+        )
+        if json_path is not None and str(json_path) != "-":
+            files.append(Output("--json", json_path))
+        check_outputs(files, [Input("input trace", p) for p in paths])
         want_json = json_path is not None
         with _progress(quiet) as progress:
             progress("checking the trace")
@@ -178,21 +184,14 @@ def report(
                     progress,
                     run,
                 )
-        out = output or default_output(paths)
-        written = _write_outputs(made.html, out, pdf, paper)
-        quiet_summary = quiet
-        if json_path is not None and made.json_text is not None:
-            text = made.json_text
-            if str(json_path) == "-":
-                sys.stdout.write(text)
-                quiet_summary = True
-            else:
-                _write_atomic(json_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-                written.append(json_path)
-        if not quiet_summary:
+        text = made.json_text or ""
+        write_all([(f, _writer(f, made.html, text, paper)) for f in files])
+        if str(json_path) == "-":
+            sys.stdout.write(text)
+        elif not quiet:
             from nsysreport.summary import print_summary
 
-            print_summary(made.model(), written)
+            print_summary(made.model(), [f.path for f in files])
 
     _run(work)
 
@@ -214,8 +213,8 @@ def gate(
     trace: Annotated[
         Path,
         typer.Argument(
-            help="Nsight Systems SQLite export, a directory of per-rank files, or a "
-            "`report --json` file."
+            help="Nsight Systems SQLite export, PyTorch profiler JSON, a directory of per-rank "
+            "files, or a `report --json` file."
         ),
     ],
     budget: Annotated[
@@ -235,7 +234,9 @@ def gate(
     ] = None,
     baseline: Annotated[
         Path | None,
-        typer.Option(help="Baseline trace (.sqlite) or `report --json` file to compare with."),
+        typer.Option(
+            help="Baseline trace (.sqlite, .json) or `report --json` file to compare with."
+        ),
     ] = None,
     max_regression: Annotated[
         list[str] | None,
@@ -284,9 +285,6 @@ def gate(
     from nsysreport import gate_output as out
     from nsysreport.patterns import parse_patterns
 
-    def write(path: Path, text: str) -> None:
-        _write_atomic(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
     def work() -> g.GateResult:
         options = (("max", max_), ("min", min_), ("max-regression", max_regression))
         checks = tuple(g.parse_check(kind, item) for kind, items in options for item in items or [])
@@ -298,17 +296,24 @@ def gate(
         if plan.baseline is None and any(c.kind == "max-regression" for c in plan.checks):
             raise OptionError("--max-regression needs --baseline (or baseline = in the budget)")
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], [])
+        named = (("--junit", junit), ("--markdown", markdown), ("--json", json_path))
+        files = [Output(option, path) for option, path in named if path is not None]
+        reads = [Input("trace", p) for p in expand_inputs([str(trace)])]
+        if plan.baseline is not None:
+            reads += [Input("baseline", p) for p in expand_inputs([str(plan.baseline)])]
+        budget_file = budget or Path("pyproject.toml")  # find_budget reads ./pyproject.toml
+        check_outputs(files, [*reads, Input("budget file", budget_file)])
         cache = not no_cache
         base = None if plan.baseline is None else g.load_report(plan.baseline, patterns, cache)
         report = g.load_report(trace, patterns, cache)
         base_name = None if plan.baseline is None else str(plan.baseline)
         result = g.evaluate(report, str(trace), plan, base, base_name)
-        if junit is not None:
-            write(junit, out.to_junit(result))
-        if markdown is not None:
-            write(markdown, out.to_markdown(result))
-        if json_path is not None:
-            write(json_path, json.dumps(out.to_json(result), indent=2) + "\n")
+        texts = {
+            "--junit": out.to_junit(result),
+            "--markdown": out.to_markdown(result),
+            "--json": json.dumps(out.to_json(result), indent=2) + "\n",
+        }
+        write_all([(f, _text(texts[f.option])) for f in files])
         return result
 
     try:
@@ -401,29 +406,29 @@ def compare_command(
 
     Example: nsysreport compare tp2=run_tp2.sqlite tp4=run_tp4.sqlite tp8=run_tp8.sqlite
     """
-    from nsysreport.compare import as_json, compare, load_inputs
+    from nsysreport.compare import as_json, compare, input_files, load_inputs
     from nsysreport.patterns import parse_patterns
     from nsysreport.render import render_compare_html
 
     def work() -> None:
         patterns = parse_patterns(step_pattern, layer_pattern, [], [])
+        files = _page_outputs(output, pdf, "-o")
+        if json_path is not None and str(json_path) != "-":
+            files.append(Output("--json", json_path))
+        check_outputs(files, [Input("input", p) for p in input_files(inputs)])
         with _progress(quiet) as progress:
             progress("loading the configurations")
             configs = load_inputs(inputs, patterns, cache=not no_cache)
             comparison = compare(configs, baseline, tokens_per_step)
             html = render_compare_html(comparison, _generated_at())
-        written = _write_outputs(html, output, pdf)
-        if json_path is not None:
-            text = json.dumps(as_json(comparison), indent=2) + "\n"
-            if str(json_path) == "-":
-                sys.stdout.write(text)
-                return
-            _write_atomic(json_path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-            written.append(json_path)
-        if not quiet:
+        text = json.dumps(as_json(comparison), indent=2) + "\n" if json_path is not None else ""
+        write_all([(f, _writer(f, html, text)) for f in files])
+        if str(json_path) == "-":
+            sys.stdout.write(text)
+        elif not quiet:
             from nsysreport.summary import print_comparison
 
-            print_comparison(comparison, written)
+            print_comparison(comparison, [f.path for f in files])
 
     _run(work)
 
@@ -474,19 +479,26 @@ def _generated_at() -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _write_outputs(html: str, out: Path, pdf: bool, paper: str = "A4") -> list[Path]:
-    """Write the HTML (or only a PDF when `out` ends in .pdf), and a PDF beside it on request."""
-    from nsysreport.render import write_pdf
+def _page_outputs(out: Path, pdf: bool, option: str) -> list[Output]:
+    """The HTML at `out` (or only a PDF when it ends in .pdf), and on request a PDF beside it."""
+    if out.suffix.lower() == ".pdf" or not pdf:
+        return [Output(option, out)]
+    return [Output(option, out), Output("--pdf", out.with_suffix(".pdf"))]
 
-    if out.suffix.lower() == ".pdf":
-        _write_atomic(out, lambda tmp: write_pdf(html, tmp, paper))
-        return [out]
-    _write_atomic(out, lambda tmp: tmp.write_text(html, encoding="utf-8"))
-    if not pdf:
-        return [out]
-    pdf_path = out.with_suffix(".pdf")
-    _write_atomic(pdf_path, lambda tmp: write_pdf(html, tmp, paper))
-    return [out, pdf_path]
+
+def _writer(output: Output, html: str, json_text: str, paper: str = "A4") -> Writer:
+    """What writes `output`: the JSON text for --json, else the page as PDF (by suffix) or HTML."""
+    if output.option == "--json":
+        return _text(json_text)
+    if output.path.suffix.lower() == ".pdf":
+        from nsysreport.render import write_pdf
+
+        return lambda tmp: write_pdf(html, tmp, paper)
+    return _text(html)
+
+
+def _text(text: str) -> Writer:
+    return lambda tmp: tmp.write_text(text, encoding="utf-8")
 
 
 def _parse_range(text: str | None) -> tuple[int | None, int | None]:
@@ -499,25 +511,6 @@ def _parse_range(text: str | None) -> tuple[int | None, int | None]:
             f"--timeline-range {text!r}: expected START:END in ns, e.g. 2000000:3500000"
         )
     return (int(start) if start else None, int(end) if end else None)
-
-
-def _write_atomic(path: Path, write: Callable[[Path], Any]) -> None:
-    """Write through a temporary file in the same folder, so a failure leaves no partial file."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise OptionError(f"{path}: cannot write there ({exc.strerror})") from exc
-    os.close(fd)
-    tmp = Path(name)
-    try:
-        write(tmp)
-        umask = os.umask(0)
-        os.umask(umask)
-        tmp.chmod(0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file
-        tmp.replace(path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 @contextmanager

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -52,23 +51,31 @@ class Comparison:
 def load_inputs(
     specs: Sequence[str], patterns: Patterns, cache: bool = False
 ) -> list[tuple[str, dict[str, Any]]]:
-    """`[label=]path` -> (label, report JSON); a .json is a saved report, a directory the
-    per-rank files of one configuration, anything else a trace."""
+    """`[label=]path` -> (label, report JSON); a .json is a saved report unless it is a PyTorch
+    profiler trace, a directory the per-rank files of one configuration, anything else a trace."""
+    from nsysreport.model import as_json
+    from nsysreport.outputs import report_of, saved_json
+
     loaded = []
     for spec in specs:
         label, path = _split_label(spec)
-        if path.suffix == ".json":
-            loaded.append((label, _read_report_json(path)))
+        saved = saved_json(path)
+        if saved is not None:
+            loaded.append((label, _checked_report(path, saved)))
             continue
-        from nsysreport.model import as_json
-        from nsysreport.outputs import report_of
-
         loaded.append((label, as_json(report_of(path, patterns, cache))))
     labels = _short_labels([label for label, _ in loaded], specs)
     loaded = [(label, data) for label, (_, data) in zip(labels, loaded, strict=True)]
     if len(set(labels)) != len(labels):
         raise OptionError(f"two inputs share a label ({', '.join(labels)}); name them LABEL=PATH")
     return loaded
+
+
+def input_files(specs: Sequence[str]) -> list[Path]:
+    """Every file the inputs name (a directory's per-rank files), so no output replaces one."""
+    from nsysreport.inputs import expand_inputs
+
+    return [file for spec in specs for file in expand_inputs([str(_split_label(spec)[1])])]
 
 
 def _short_labels(labels: list[str], specs: Sequence[str]) -> list[str]:
@@ -95,13 +102,7 @@ def _split_label(spec: str) -> tuple[str, Path]:
     return path.name.removesuffix(".json").removesuffix(".sqlite"), path
 
 
-def _read_report_json(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise TraceError(f"{path}: no such file") from exc
-    except (OSError, ValueError) as exc:
-        raise TraceError(f"{path}: is not readable JSON ({exc})") from exc
+def _checked_report(path: Path, data: Any) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("schema_version") != 1 or "gpus" not in data:
         raise TraceError(
             f"{path}: is not an nsysreport report (write one with: "

@@ -11,3 +11,7 @@ class TraceError(NsysReportError):
 
 class OptionError(NsysReportError):
     """A command-line option or parameter has a value that cannot be used."""
+
+
+class OutputError(NsysReportError):
+    """An output file could not be written (no room, a read-only disk, no permission)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -23,6 +22,17 @@ Report = Mapping[str, Any]  # the JSON dict of model.as_json, or a `report --jso
 KINDS = ("max", "min", "max-regression")
 BUDGET_KEYS = ("baseline", "min-steps", *KINDS)
 JSON_SCHEMA_VERSION = 1  # of the gate's own --json file
+# What computing a metric raises on a report JSON of the wrong shape (a missing key, a string
+# for a number, a list for an object, a GPU no step or straggler row can be matched to).
+MALFORMED = (
+    KeyError,
+    TypeError,
+    AttributeError,
+    ValueError,
+    ZeroDivisionError,
+    StopIteration,
+    IndexError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -430,29 +440,32 @@ def merge(base: Budget | None, override: Budget) -> Budget:
 
 
 def load_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:
-    """The report JSON of a trace (.sqlite, analysed now), a directory of per-rank files (one
-    report over all of them) or a `report --json` file."""
-    if path.suffix.lower() != ".json" or path.is_dir():
+    """The report JSON of a trace (.sqlite or a PyTorch profiler .json, analysed now), a
+    directory of per-rank files (one report over all of them) or a `report --json` file."""
+    from nsysreport.outputs import saved_json
+
+    data = saved_json(path)
+    if data is None:
         from nsysreport.model import as_json
         from nsysreport.outputs import report_of
         from nsysreport.patterns import Patterns
 
         return as_json(report_of(path, patterns or Patterns(), cache))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict) or data.get("schema_version") != REPORT_SCHEMA_VERSION:
         raise TraceError(
             f"{path}: not a report of JSON schema_version {REPORT_SCHEMA_VERSION}; "
             "write one with: nsysreport report TRACE --json FILE"
         )
+    if not isinstance(data.get("gpus"), list) or not data["gpus"]:
+        raise TraceError(
+            f"{path}: has no GPUs (its 'gpus' is not a list of GPUs); nothing to gate: "
+            "write it again with: nsysreport report TRACE --json FILE"
+        )
     try:  # every metric once, so that a hand-edited or truncated file fails here, in one line
         for metric in METRICS.values():
             metric.compute(data, None)
-    except (KeyError, TypeError, AttributeError, ValueError, ZeroDivisionError) as exc:
+        _min_steps(data, 0, "min-steps")
+    except MALFORMED as exc:
         raise TraceError(
             f"{path}: not a complete `nsysreport report --json` file ({type(exc).__name__}: {exc})"
         ) from None

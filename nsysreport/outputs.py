@@ -1,9 +1,11 @@
 """The report command's outputs (HTML, JSON text, the model for the summary) for one trace or
-several, from the report cache when the same report was made before."""
+several, from the report cache when the same report was made before; and a saved JSON read back."""
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +19,10 @@ Progress = Callable[[str], None]
 ModelOptions = tuple[int, str | None, tuple[int | None, int | None]]  # top, step, time window
 # Stands for the generation time in a cached page: the one thing that differs between runs.
 GENERATED_AT = "@@nsysreport-generated-at@@"
+# A PyTorch profiler trace names these at its top level; a report JSON never has them as keys
+# (a quote inside a report's strings is escaped, so the pattern cannot match there).
+KINETO_KEY = re.compile(rb'"(traceEvents|schemaVersion|deviceProperties)"\s*:')
+REPORT_START = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +36,47 @@ def json_text(model: Report) -> str:
     from nsysreport.model import as_json
 
     return json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
+
+
+def saved_json(path: Path) -> Any | None:
+    """The parsed JSON of a saved report (`report --json`), or None when `path` is a trace to
+    analyse: a .json is a saved report unless it is a PyTorch profiler (Kineto) trace, which
+    only its content tells apart. NaN and Infinity, which json.loads accepts, are refused."""
+    from nsysreport.errors import TraceError
+
+    if path.is_dir() or not path.name.lower().endswith(".json"):
+        return None
+    try:
+        with path.open("rb") as f:
+            head = f.read(1 << 16)
+        if not REPORT_START.match(head) and KINETO_KEY.search(head):
+            return None
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+    try:
+        data = json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise TraceError(f"{path}: not valid JSON ({exc})") from None
+    if isinstance(data, dict) and "traceEvents" in data and "schema_version" not in data:
+        return None  # a Kineto trace whose keys come late
+    return data
+
+
+def _not_a_number(word: str) -> float:
+    # No report writes these, and no limit or ratio means anything with them.
+    raise ValueError(f"{word} is not a number JSON allows; write the report again")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text} is out of range of a float; write the report again")
+    return value
 
 
 def report_of(path: Path, patterns: Patterns, cache: bool) -> Report:

@@ -6,10 +6,15 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import shutil
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -23,6 +28,8 @@ from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
 from nsysreport.synth import Kernel, Scenario, write_trace
+
+from conftest import real_trace
 
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
@@ -302,3 +309,149 @@ def test_an_unwritable_cache_folder_still_gives_the_report(
 def test_a_missing_trace_fails_as_without_a_cache(tmp_path: Path) -> None:
     with pytest.raises(TraceError, match="no such file"):
         cached_report(tmp_path / "gone.sqlite", Patterns(), OPTIONS, lambda: None)
+
+
+# Hardening: a key on content, stale temporaries, a cache that cannot be written.
+
+
+def test_another_trace_of_the_same_size_and_mtime_copied_over_gets_its_own_report(
+    trace: Path, tmp_path: Path
+) -> None:
+    other = write_trace(  # the all-reduce is 50 ns instead of 80: same pages, other bytes
+        Scenario(kernels=[Kernel(0, 100, GEMM), Kernel(100, 150, NCCL)]), tmp_path / "o.sqlite"
+    )
+    assert other.stat().st_size == trace.stat().st_size
+
+    def exposed_comm_ns() -> int:
+        out = tmp_path / "m.json"
+        result = CliRunner().invoke(
+            app, ["report", str(trace), "-o", str(tmp_path / "r.html"), "--json", str(out), "-q"]
+        )
+        assert result.exit_code == 0, result.output
+        value: int = json.loads(out.read_text())["gpus"][0]["exposed_comm_ns"]
+        return value
+
+    assert exposed_comm_ns() == 80
+    before = trace.stat()
+    shutil.copyfile(other, trace)  # as cp -p or rsync -t: the old mtime put back
+    os.utime(trace, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert trace.stat().st_mtime_ns == before.st_mtime_ns
+    assert exposed_comm_ns() == 50
+
+
+def test_temporaries_of_dead_runs_are_removed_when_the_cache_is_written(
+    trace: Path, isolated_cache: Path
+) -> None:
+    isolated_cache.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    dead, alive = int(done.stdout), os.getpid()
+    hour, day = 3600, 86400
+    temporaries = {  # name: (age in s, kept?)
+        f".0a1b-2c3d.{dead}.x1y2.tmp": (2 * hour, False),  # killed an hour ago
+        f".0a1b-2c3d.{dead}.x1y2.tmp.wal": (2 * hour, False),  # and DuckDB's log beside it
+        f".0a1b-2c3d.{dead}.x3y4.tmp": (60, True),  # may be a run in another pid namespace
+        f".0a1b-2c3d.{alive}.x5y6.tmp": (2 * hour, True),  # this very process: a long build
+        f".0a1b-2c3d.{alive}.x7y8.tmp": (2 * day, False),  # abandoned, whoever has the pid now
+        ".0a1b-2c3d.x9y0.tmp": (2 * day, False),  # no pid (an older version's name)
+        ".0a1b-2c3d.x9y1.tmp": (2 * hour, True),
+    }
+    now = time.time()
+    for name, (age, _) in temporaries.items():
+        (isolated_cache / name).write_bytes(b"half a cache")
+        os.utime(isolated_cache / name, (now - age, now - age))
+    open_trace(trace, cache=True)
+    left = {p.name for p in isolated_cache.glob(".*")}
+    assert left == {name for name, (_, kept) in temporaries.items() if kept}
+
+
+def test_cache_clear_removes_temporaries_too(trace: Path, isolated_cache: Path) -> None:
+    open_trace(trace, cache=True)
+    (isolated_cache / ".0a1b-2c3d.1.x1y2.tmp").write_bytes(b"")
+    (isolated_cache / ".0a1b-2c3d.1.x1y2.tmp.wal").write_bytes(b"")
+    result = CliRunner().invoke(app, ["cache", "clear"])
+    assert result.exit_code == 0 and result.stdout.startswith("Removed 3 cache file(s)")
+    assert list(isolated_cache.iterdir()) == []
+
+
+def test_a_cache_disk_that_fills_up_mid_load_falls_back_to_memory_and_never_blames_the_trace(
+    tmp_path: Path,
+) -> None:
+    # A file size limit makes every write past 256 KiB fail with EFBIG, as a full disk fails
+    # with ENOSPC: DuckDB's cache file fails while the trace's tables are copied into it.
+    limited = (
+        "import resource, signal, sys; signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, 256 << 10)); "
+        "from nsysreport.cli import main; main(sys.argv[1:])"
+    )
+    trace = real_trace("h100_2gpu_1s.sqlite")  # its cache is ~10x the limit
+    out = tmp_path / "r.json"
+    cmd = [sys.executable, "-c", limited, str(trace), "-o", str(tmp_path / "r.html"), "--json"]
+    run = subprocess.run([*cmd, str(out), "-q"], capture_output=True, text=True, check=False)
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "" and json.loads(out.read_text())["gpus"][0]["rank"] == 0
+
+
+def test_a_cache_file_duckdb_cannot_create_falls_back_to_memory(
+    trace: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A folder where DuckDB's write-ahead log must go: a real write failure inside DuckDB,
+    # during the copy from the trace (which names the trace for any DuckDB error).
+    real = tempfile.mkstemp
+
+    def blocking_the_log(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        fd, name = real(*args, **kwargs)
+        if Path(kwargs["dir"]) == isolated_cache:
+            Path(f"{name}.wal").mkdir()
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", blocking_the_log)
+    (row,) = run_query(open_trace(trace, cache=True), "gpu_breakdown").to_dicts()
+    assert row["exposed_comm_ns"] == 80
+    assert not list(isolated_cache.glob("*.duckdb"))  # nothing kept, and no error
+
+
+def test_when_memory_fails_too_the_error_names_the_cache_and_the_reason(
+    trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(*args: Any) -> None:
+        raise duckdb.IOException('Could not write file "x": No space left on device')
+
+    monkeypatch.setattr(load, "load_into", full)
+    result = CliRunner().invoke(app, ["report", str(trace), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"Error: {trace}: could not be loaded: the cache in ")
+    assert "failed (Could not write file" in line and "No space left on device" in line
+    assert "and so did loading into memory" in line and "could not be read" not in line
+
+
+def test_a_killed_build_s_temporaries_are_kept_while_it_runs_and_removed_once_it_is_dead(
+    trace: Path, tmp_path: Path, isolated_cache: Path
+) -> None:
+    # A real run, held between loading and renaming its cache, then killed with SIGKILL.
+    holding = (
+        "import sys, time; from pathlib import Path; import nsysreport.load as load; "
+        "real = load.load_into; "
+        "load.load_into = lambda *a: (real(*a), print('built', flush=True), time.sleep(300)); "
+        "load.open_trace(Path(sys.argv[1]), cache=True)"
+    )
+    run = subprocess.Popen(
+        [sys.executable, "-c", holding, str(trace)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert run.stdout is not None and run.stdout.readline() == "built\n"
+        leftovers = sorted(isolated_cache.glob(".*.tmp*"))
+        assert leftovers, "the held build has its temporary"
+        hours_ago = time.time() - 2 * 3600
+        for tmp in leftovers:
+            os.utime(tmp, (hours_ago, hours_ago))
+        other = write_trace(Scenario(kernels=[Kernel(0, 50, GEMM)]), tmp_path / "other.sqlite")
+        open_trace(other, cache=True)  # writes the cache: the live run's temporaries stay
+        assert all(tmp.exists() for tmp in leftovers)
+    finally:
+        run.kill()
+        run.wait()
+    open_trace(write_trace(Scenario(kernels=[Kernel(0, 70, GEMM)]), tmp_path / "third.sqlite"),
+               cache=True)  # fmt: skip
+    assert list(isolated_cache.glob(".*")) == []

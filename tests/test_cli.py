@@ -196,7 +196,7 @@ def test_a_malformed_param_is_a_usage_error(trace: Path) -> None:
 def test_an_unwritable_output_is_one_line(trace: Path) -> None:
     result = runner.invoke(app, ["report", str(trace), "-o", "/proc/nsysreport/r.html"])
     assert result.exit_code == 2
-    assert result.stderr.startswith("Error: /proc/nsysreport/r.html: cannot write there")
+    assert result.stderr.startswith("Error: -o /proc/nsysreport/r.html: cannot write there")
 
 
 def test_python_dash_m_and_version_work() -> None:

@@ -187,3 +187,33 @@ def test_pcie_decode_gets_slower_from_tp4_to_tp8_and_nvlink_decode_does_not() ->
     pcie, nvlink = steps("pcie"), steps("nvlink")
     assert pcie["tp8"] > pcie["tp4"] < pcie["tp2"]
     assert nvlink["tp8"] < nvlink["tp4"] < nvlink["tp2"]
+
+
+def test_pytorch_profiler_json_traces_are_compared_as_traces_and_nan_is_refused(
+    tmp_path: Path,
+) -> None:
+    def kineto(path: Path, gemm_us: int) -> Path:
+        """One GPU: a GEMM of `gemm_us` µs from 1 µs, then a 1 µs all-reduce."""
+        kernel = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7}
+        args = {"device": 0, "stream": 7}
+        events = [
+            {**kernel, "name": GEMM, "ts": 1, "dur": gemm_us, "args": {**args, "correlation": 1}},
+            {**kernel, "name": ALLREDUCE, "ts": 1 + gemm_us, "dur": 1,
+             "args": {**args, "correlation": 2}},
+        ]  # fmt: skip
+        path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+        return path
+
+    a, b = kineto(tmp_path / "a.json", 3), kineto(tmp_path / "b.json", 1)  # spans 4 and 2 µs
+    out = tmp_path / "c.json"
+    runner = CliRunner()
+    result = runner.invoke(app, ["compare", f"a={a}", f"b={b}", "-o", str(tmp_path / "c.html"),
+                                 "--json", str(out), "-q", "--baseline", "a"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    by_label = {c["label"]: c for c in json.loads(out.read_text())["configs"]}
+    assert by_label["b"]["speedup"] == pytest.approx(2.0)
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"schema_version": 1, "gpus": [{"span_ns": NaN}]}')
+    bad = runner.invoke(app, ["compare", str(a), str(nan)])
+    assert bad.exit_code == 1 and bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith(f"Error: {nan}: not valid JSON (NaN is not a number JSON allows")

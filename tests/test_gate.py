@@ -345,3 +345,103 @@ def test_a_trace_with_exposed_communication_above_the_budget_fails_with_a_table(
     assert row.split()[:2] == ["FAIL", "max"]
     assert "≤ 5.0%" in row and "67.7%" in row
     assert "1 check, 1 failed" in out
+
+
+# --- saved reports that are not quite reports, and PyTorch profiler traces --------------------
+
+
+def saved_report(trace: Path, tmp_path: Path) -> dict[str, object]:
+    """`report --json` of `trace`, read back."""
+    path = tmp_path / "saved.json"
+    written = runner.invoke(
+        app, ["report", str(trace), "-o", str(tmp_path / "r.html"), "--json", str(path), "-q"]
+    )
+    assert written.exit_code == 0, written.output
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
+
+
+def one_error_line(err: str, *fragments: str) -> None:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and "Traceback" not in err, err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("word", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_a_saved_report_holding_nan_or_infinity_is_one_line(
+    two_gpus: Path, tmp_path: Path, word: str
+) -> None:
+    data = saved_report(two_gpus, tmp_path)
+    gpus = data["gpus"]
+    assert isinstance(gpus, list)
+    gpus[0]["idle_ns"] = "@@"  # the first GPU: max() over a NaN first never finds its key
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data).replace('"@@"', word))
+    code, _, err = gate(path, "--max", "idle_ns=5")
+    assert code == 2
+    one_error_line(err, f"{path}: not valid JSON", f"{word.lstrip('-')}")
+
+
+def test_a_saved_report_with_no_gpus_is_an_error_not_a_pass(two_gpus: Path, tmp_path: Path) -> None:
+    data = saved_report(two_gpus, tmp_path)
+    data.update(
+        gpus=[], steps=[], layers=[], stragglers={"matched": 0, "unmatched": [], "gpus": []}
+    )
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(data))
+    code, _, err = gate(path, "--max", "idle_pct=5")
+    assert code == 2
+    one_error_line(err, f"{path}: has no GPUs")
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ('{"schema_version": 1, "gpus": [{"rank": 0}]', "not valid JSON"),  # truncated
+        ('{"schema_version": 1, "gpus": [{"rank": 0}]}', "not a complete"),
+        ('{"schema_version": 1, "gpus": {"rank": 0}}', "has no GPUs"),
+        ("[1, 2]", "not a report of JSON schema_version 1"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON"),  # too deep for the parser
+        ('{"schema_version": 1, "gpus": [1e999999999999999999999]}', "not valid JSON"),
+    ],
+)
+def test_any_other_malformed_report_is_one_line(tmp_path: Path, text: str, fragment: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    code, _, err = gate(path, "--max", "idle_pct=5")
+    assert code == 2
+    one_error_line(err, str(path), fragment)
+
+
+def kineto_trace(path: Path, comm_us: float) -> Path:
+    """A PyTorch profiler trace of one GPU: a GEMM [1000,2000) ns, then an all-reduce of
+    `comm_us` µs on the same stream, all of it exposed."""
+    kernel = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7}
+    args = {"device": 0, "stream": 7}
+    events = [
+        {**kernel, "name": GEMM, "ts": 1, "dur": 1, "args": {**args, "correlation": 1}},
+        {**kernel, "name": NCCL, "ts": 2, "dur": comm_us, "args": {**args, "correlation": 2}},
+    ]
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_a_pytorch_profiler_json_is_analysed_as_a_trace_and_as_a_baseline(tmp_path: Path) -> None:
+    now = kineto_trace(tmp_path / "now.json", 0.5)  # exposed comm 500 ns
+    base = kineto_trace(tmp_path / "base.json", 0.4)  # 400 ns: now is 25 % worse
+    code, out, err = gate(now, "--max", "exposed_comm_ns=500")
+    assert code == 0, err + out
+    assert gate(now, "--max", "exposed_comm_ns=499")[0] == 1
+    checks = ("--baseline", base, "--max-regression", "exposed_comm_ns")
+    assert gate(now, *checks[:3], f"{checks[3]}=25")[0] == 0
+    assert gate(now, *checks[:3], f"{checks[3]}=24.9")[0] == 1
+
+
+def test_a_kineto_trace_whose_events_come_first_is_still_a_trace(tmp_path: Path) -> None:
+    path = kineto_trace(tmp_path / "t.json", 0.5)
+    doc = json.loads(path.read_text())
+    # Keys the head sniffing does not see until the whole file is parsed (a padded header).
+    path.write_text(json.dumps({"padding": "x" * 100_000, "traceEvents": doc["traceEvents"]}))
+    code, out, err = gate(path, "--max", "exposed_comm_ns=500")
+    assert code == 0, err + out
