@@ -213,7 +213,7 @@ def check(
         if setup.html is not None and setup.html.is_file():
             found += oracle.html_clean(setup.html)
     elif result.crash is None and result.code is not None:
-        found += oracle.error_line(result, case.expect.forbid)
+        found += oracle.error_line(result, case.expect.forbid, setup.argv)
         found += oracle.no_partial(setup.outputs, existed)
     return found
 

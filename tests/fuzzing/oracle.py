@@ -92,8 +92,9 @@ def loads_strict(text: str) -> Any:
     return json.loads(text, parse_constant=refuse)
 
 
-def error_line(result: Result, forbid: Sequence[str]) -> list[Failure]:
-    """A failure exit must print exactly one line `Error: ...`, naming no internals."""
+def error_line(result: Result, forbid: Sequence[str], argv: Sequence[str]) -> list[Failure]:
+    """A failure exit must print exactly one line `Error: ...` that names the file or option
+    at fault (one of the command's) and no internals."""
     lines = [x for x in result.stderr.splitlines() if x.strip()]
     if len(lines) != 1 or not lines[0].startswith("Error: "):
         shown = " | ".join(lines[:3])[:200] or "(nothing on stderr)"
@@ -102,6 +103,11 @@ def error_line(result: Result, forbid: Sequence[str]) -> list[Failure]:
     found = [("misleading-message", f"says {f!r}: {line[:200]}") for f in forbid if f in line]
     if INTERNAL_SQL.search(line):
         found.append(("misleading-message", f"quotes internal SQL: {line[:200]}"))
+    names = {Path(a).name for a in argv if not a.startswith("-")} | {
+        a.split("=")[0] for a in argv if a.startswith("-")
+    }
+    if not any(n and n in line for n in names - {"report", "gate", "compare"}):
+        found.append(("misleading-message", f"names no file or option: {line[:200]}"))
     return found
 
 
