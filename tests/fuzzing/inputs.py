@@ -30,6 +30,18 @@ def _read_table(ctx: Context, seed: str, rng: random.Random, nonempty: bool = Tr
     return pick(rng, [(t, 6 if t == KERNEL else 2 if t in GPU_TABLES else 1) for t in tables])
 
 
+def _adbc(rng: random.Random) -> bool:
+    """A fifth of the cases read the trace with the fallback loader (ADBC), which platforms
+    without the sqlite_scanner wheel use: it must read every trace the same way."""
+    return rng.random() < 0.2
+
+
+def _loader(setup: Setup, adbc: bool) -> Setup:
+    if adbc:
+        setup.env["NSYSREPORT_LOADER"] = "adbc"
+    return setup
+
+
 # Structure -----------------------------------------------------------------------------------
 
 NEUTRAL_OPS = (
@@ -160,13 +172,16 @@ def plan_values(ctx: Context, seed: int, index: int, rng: random.Random) -> Case
     }[mode]
     what = f"{table}.{column} := {kind} on {mode} ({len(rows)} rows)"
     want = expect(0) if kind in VALID_TEXT else expect(0, 1)
+    adbc = _adbc(rng)
 
     def prepare(ctx: Context, folder: Path) -> Setup:
         trace = ctx.copy_seed(base, folder / "in")
         mutate.set_values(trace, table, column, kind, sorted(rows))
-        return ctx.report_setup(trace, folder)
+        return _loader(ctx.report_setup(trace, folder), adbc)
 
-    return Case("values", index, seed, base, what, want, prepare)
+    return Case(
+        "values", index, seed, base, what + (" [ADBC loader]" if adbc else ""), want, prepare
+    )
 
 
 # Bytes ---------------------------------------------------------------------------------------
@@ -187,14 +202,16 @@ def plan_bytes(ctx: Context, seed: int, index: int, rng: random.Random) -> Case:
     # Done now, so that the description says which bytes before the case runs.
     data, what = mutate.damage_bytes(ctx.seed_file(base).read_bytes(), op, rng)
     want = expect(0, 1, numbers="gpus" if op == "append" else "any")
+    adbc = _adbc(rng)
 
     def prepare(ctx: Context, folder: Path) -> Setup:
         (folder / "in").mkdir()
         trace = folder / "in" / "t.sqlite"
         trace.write_bytes(data)
-        return ctx.report_setup(trace, folder)
+        return _loader(ctx.report_setup(trace, folder), adbc)
 
-    return Case("bytes", index, seed, base, f"{op}: {what}"[:160], want, prepare)
+    what = f"{op}: {what}"[:150] + (" [ADBC loader]" if adbc else "")
+    return Case("bytes", index, seed, base, what, want, prepare)
 
 
 # Kineto --------------------------------------------------------------------------------------

@@ -100,6 +100,7 @@ def structure(path: Path, op: str, table: str, column: str | None, rng: random.R
         elif op == "index":
             con.execute(f'CREATE INDEX fuzz_idx ON "{table}" ("{column}")')
         elif op == "duplicate_all":
+            rebuild(con, table)  # a primary key would refuse the copies
             con.execute(f'INSERT INTO "{table}" SELECT * FROM "{table}"')
         elif op == "duplicate_one":
             rebuild(con, table)  # a primary key would refuse the copy

@@ -95,11 +95,13 @@ def loads_strict(text: str) -> Any:
 def error_line(result: Result, forbid: Sequence[str], argv: Sequence[str]) -> list[Failure]:
     """A failure exit must print exactly one line `Error: ...` that names the file or option
     at fault (one of the command's) and no internals."""
-    lines = [x for x in result.stderr.splitlines() if x.strip()]
+    lines = [x for x in result.stderr.split("\n") if x.strip()]
     if len(lines) != 1 or not lines[0].startswith("Error: "):
         shown = " | ".join(lines[:3])[:200] or "(nothing on stderr)"
         return [("error-format", f"{len(lines)} stderr lines, expected one 'Error:': {shown}")]
     line = lines[0]
+    if controls := sorted({c for c in line if ord(c) < 32 and c != "\t"}):
+        return [("error-format", f"control characters {controls} in the error: {line[:160]!r}")]
     found = [("misleading-message", f"says {f!r}: {line[:200]}") for f in forbid if f in line]
     if INTERNAL_SQL.search(line):
         found.append(("misleading-message", f"quotes internal SQL: {line[:200]}"))
