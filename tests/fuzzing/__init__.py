@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from fuzzing.cases import Case, Context, Outcome, execute
 from fuzzing.inputs import plan_bytes, plan_kineto, plan_structure, plan_values
-from fuzzing.surroundings import TEMPLATES, plan_template
+from fuzzing.runs import TEMPLATES, plan_template
 
 __all__ = ["FAMILIES", "Case", "Context", "Outcome", "ci_slice", "execute", "plan", "spread"]
 
