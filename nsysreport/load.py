@@ -198,6 +198,12 @@ def load_into(
         copy_kineto(con, path)
     else:
         copy_tables(con, path, schema, progress)
+    # Which tables the file has, for what the report can say about the capture (GPU metrics
+    # are sampled into tables the analysis does not load).
+    names = sorted(schema.tables - KINETO_SCHEMA.tables)
+    con.execute(
+        "CREATE TABLE source_table AS SELECT unnest($names::VARCHAR[]) AS name", {"names": names}
+    )
     if progress:
         progress("deriving timelines")
     create_views(con, patterns)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from nsysreport import __version__
 from nsysreport.align import FileClock
 from nsysreport.ranks import RankInfo
+from nsysreport.sections.capture import Capture, build_capture, read_facts
 from nsysreport.sections.collectives import (
     CollectiveReport,
     Stragglers,
@@ -42,9 +43,14 @@ class TraceInfo:
     product: str | None  # what wrote the trace (EXPORT_PRODUCT_NAME)
 
     @property
+    def is_kineto(self) -> bool:
+        """Written by the PyTorch profiler (a JSON trace), not by nsys."""
+        return bool(self.product and "kineto" in self.product.lower())
+
+    @property
     def source(self) -> str:
         """`nsys 2026.2.1.210 (export schema 3.25.0)`, or the profiler that wrote a JSON trace."""
-        if self.product and "kineto" in self.product.lower():
+        if self.is_kineto:
             return f"{self.product}, trace schema {self.nsys_version or '?'}"
         version = self.nsys_version or "unknown version"
         return f"nsys {version} (export schema {self.schema_version or '?'})"
@@ -66,6 +72,7 @@ class Report:
     timeline: Timeline | None = None  # one window of every GPU, for the picture
     ranks: tuple[RankInfo, ...] = ()  # several files: every GPU's rank, host and rank source
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
+    capture: Capture | None = None  # what the capture recorded and what it lacks
 
 
 def build_report(
@@ -98,6 +105,7 @@ def build_report(
     layers, layers_across = build_layers(con, file, ranks)
     stragglers = build_stragglers(con, file, ranks)
     collectives = build_collectives(con, file, ranks)
+    capture = build_capture(read_facts(con), gpus, kineto=trace.is_kineto)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -111,6 +119,7 @@ def build_report(
         top_kernels=build_kernels(con, ALL_NAMES if partial else top),
         bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
+        capture=capture,
     )
 
 
@@ -145,6 +154,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "top_kernels": kernels,
         "ranks": [plain(r) for r in report.ranks],
         "alignment": _alignment(report.clocks),
+        "capture": None if report.capture is None else plain(report.capture),
     }
 
 

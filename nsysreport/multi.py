@@ -22,6 +22,7 @@ from nsysreport.align import FileClock, align_files, session_epoch
 from nsysreport.model import Report, build_report
 from nsysreport.patterns import Patterns
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
+from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
 from nsysreport.sections.kernels import KernelSummary
 from nsysreport.sections.layers import across_gpus
@@ -262,6 +263,11 @@ def merge(
         bottleneck=bottleneck(gpus, across, collectives, stragglers),
         ranks=tuple(sorted(infos, key=lambda i: (i.rank, i.file, i.pid, i.device_id))),
         clocks=tuple(clocks),
+        capture=build_capture(
+            summed([p.report.capture.facts for p in parts if p.report.capture is not None]),
+            gpus,
+            kineto=all(p.kineto for p in parts),
+        ),
     )
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.model import Report
+from nsysreport.sections.capture import TOPIC_LABELS
 from nsysreport.sections.verdict import RECAPTURE
 from nsysreport.units import fmt_count, fmt_ns, fmt_pct, pct
 
@@ -55,6 +56,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             soft_wrap=True,
         )
     _print_clocks(console, report)
+    if report.capture is not None and report.capture.hints:
+        lacks = ", ".join(TOPIC_LABELS[h.topic] for h in report.capture.hints)
+        console.print(f"Capture: {lacks} (the report's Capture section says how to record them)")
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:
         console.print("Layers with the most exposed communication (mean per GPU):")

@@ -1,0 +1,197 @@
+"""The Capture section: what the trace recorded, and what to record next time to sharpen the
+report, each with the exact option that records it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING
+
+from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.verdict import RECAPTURE
+from nsysreport.units import fmt_count, fmt_pct, pct
+
+if TYPE_CHECKING:
+    import duckdb
+
+# What each hint's topic is called in the terminal's one-line list.
+TOPIC_LABELS = {
+    "cuda_graphs": "CUDA graphs traced as a whole",
+    "graph_nodes": "no graph node creation",
+    "nvtx": "no NVTX",
+    "steps": "no steps",
+    "layers": "no layers",
+    "nccl_ranges": "no NCCL call ranges",
+    "message_sizes": "no message sizes",
+    "gpu_metrics": "no GPU metrics",
+    "window": "a window that cuts the run",
+}
+WHOLE_STEPS = (
+    "nsys profile --capture-range=cudaProfilerApi ... with torch.cuda.profiler.start() and "
+    "stop() around whole steps (or --capture-range=nvtx --nvtx-capture=RANGE)"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureFacts:
+    """Counts of what the trace holds (queries/capture_facts.sql), summed over the files."""
+
+    activities: int
+    api_calls: int
+    unlaunched_activities: int
+    nvtx_ranges: int
+    open_ranges: int
+    step_ranges: int
+    layer_ranges: int
+    collective_ranges: int
+    comm_kernels: int
+    comm_kernels_sized: int
+    graph_launches: int
+    graph_kernels: int
+    graph_kernels_no_origin: int
+    gpu_metrics: bool  # the export holds GPU metric samples
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureHint:
+    """Something the capture lacks: what it costs the report, and how to record it."""
+
+    topic: str  # cuda_graphs, graph_nodes, nvtx, steps, layers, nccl_ranges, message_sizes,
+    # gpu_metrics, window
+    finding: str
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    facts: CaptureFacts
+    kineto: bool  # a PyTorch profiler trace: its hints are in PyTorch's terms
+    hints: tuple[CaptureHint, ...]
+
+
+def read_facts(con: duckdb.DuckDBPyConnection) -> CaptureFacts:
+    """The counts of one loaded trace."""
+    from nsysreport.queries import run_query
+
+    return CaptureFacts(**run_query(con, "capture_facts").to_dicts()[0])
+
+
+def summed(facts: Sequence[CaptureFacts]) -> CaptureFacts:
+    """Several files' counts as one job's."""
+    values = {
+        f.name: sum(getattr(x, f.name) for x in facts)
+        for f in fields(CaptureFacts)
+        if f.name != "gpu_metrics"
+    }
+    return CaptureFacts(**values, gpu_metrics=all(x.gpu_metrics for x in facts))
+
+
+def build_capture(facts: CaptureFacts, gpus: Sequence[GpuReport], kineto: bool) -> Capture:
+    """What the capture lacks, most costly first."""
+    return Capture(facts, kineto, tuple(_hints(facts, gpus, kineto)))
+
+
+def _hints(f: CaptureFacts, gpus: Sequence[GpuReport], kineto: bool) -> list[CaptureHint]:
+    hints = []
+    if f.graph_launches:
+        share = pct(sum(g.graph_opaque_ns for g in gpus), sum(g.span_ns for g in gpus))
+        hints.append(
+            CaptureHint(
+                "cuda_graphs",
+                f"{fmt_pct(share)} of the GPUs' time is inside {fmt_count(f.graph_launches)} CUDA "
+                "graph launches traced as a whole: their kernels, layers and collectives are not "
+                "in the report",
+                RECAPTURE,
+            )
+        )
+    if f.graph_kernels_no_origin:
+        hints.append(
+            CaptureHint(
+                "graph_nodes",
+                f"{fmt_count(f.graph_kernels_no_origin)} of {fmt_count(f.graph_kernels)} kernels "
+                "replayed from CUDA graphs have no node-creation record, so their layer follows "
+                "the cudaGraphLaunch call instead of the ranges open when the graph was captured",
+                "start the capture before the graphs are captured (no --delay or --capture-range "
+                "that begins after warm-up), with --cuda-graph-trace=node",
+            )
+        )
+    if not f.nvtx_ranges:
+        hints.append(
+            CaptureHint(
+                "nvtx",
+                "no NVTX ranges: the report has no steps, no layers and no NCCL call names",
+                "record_function('step 3') / record_function('layers.3') around steps and layers"
+                if kineto
+                else "nsys profile --trace=cuda,nvtx ..., and name steps and layers: "
+                "torch.cuda.nvtx.range_push('layers.3') / range_pop(), or "
+                "torch.autograd.profiler.emit_nvtx()",
+            )
+        )
+    else:
+        if not f.step_ranges:
+            hints.append(
+                CaptureHint(
+                    "steps",
+                    "no range matches the step pattern: no per-step numbers",
+                    "torch.profiler.profile(schedule=...) with prof.step() every step"
+                    if kineto
+                    else "a range per step (torch.cuda.nvtx.range_push(f'step {i}')), or "
+                    "nsysreport --step-pattern REGEX",
+                )
+            )
+        if not f.layer_ranges:
+            hints.append(
+                CaptureHint(
+                    "layers",
+                    "no range matches the layer pattern: no per-layer numbers",
+                    "a range per layer (e.g. 'layers.3'), or nsysreport --layer-pattern REGEX",
+                )
+            )
+    if f.comm_kernels and not f.collective_ranges and not kineto:
+        hints.append(
+            CaptureHint(
+                "nccl_ranges",
+                f"{fmt_count(f.comm_kernels)} communication kernels but no NCCL call ranges: "
+                "collective ops come from kernel names (a SendRecv kernel may be an all-to-all)",
+                "nsys profile --trace=cuda,nvtx ... (NCCL 2.8.3 and later annotate their calls "
+                "with NVTX; leave NCCL_NVTX_DISABLE unset)",
+            )
+        )
+    if f.comm_kernels_sized < f.comm_kernels:
+        hints.append(
+            CaptureHint(
+                "message_sizes",
+                f"{fmt_count(f.comm_kernels - f.comm_kernels_sized)} of "
+                f"{fmt_count(f.comm_kernels)} communication kernels have no message size: "
+                "no bandwidth for them",
+                "nsysreport --comm-bytes OP=BYTES (NCCL's NVTX payload carries the size when "
+                "the capture records it)",
+            )
+        )
+    if not f.gpu_metrics and not kineto:
+        hints.append(
+            CaptureHint(
+                "gpu_metrics",
+                "no GPU metric samples: no DRAM, NVLink or PCIe throughput",
+                "nsys profile --gpu-metrics-devices=all ...",
+            )
+        )
+    if f.unlaunched_activities or f.open_ranges:
+        cut = []
+        if f.unlaunched_activities:
+            cut.append(
+                f"{fmt_count(f.unlaunched_activities)} GPU activities were launched before the "
+                "capture began (they count in GPU time, but in no step or layer)"
+            )
+        if f.open_ranges:
+            cut.append(f"{fmt_count(f.open_ranges)} NVTX ranges never end in the trace")
+        hints.append(
+            CaptureHint(
+                "window",
+                "the capture window cuts the run: " + "; ".join(cut),
+                "torch.profiler.schedule(wait=..., warmup=..., active=...) over whole steps"
+                if kineto
+                else WHOLE_STEPS,
+            )
+        )
+    return hints
