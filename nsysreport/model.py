@@ -20,6 +20,7 @@ from nsysreport.sections.collectives import (
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, build_layers
+from nsysreport.sections.quality import NO_NOTES, DataQuality, build_quality
 from nsysreport.sections.steps import StepReport, StepStats, build_steps
 from nsysreport.sections.timeline import Timeline, build_timeline
 from nsysreport.sections.verdict import Bottleneck, bottleneck
@@ -66,6 +67,7 @@ class Report:
     timeline: Timeline | None = None  # one window of every GPU, for the picture
     ranks: tuple[RankInfo, ...] = ()  # several files: every GPU's rank, host and rank source
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
+    quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
 
 
 def build_report(
@@ -111,6 +113,7 @@ def build_report(
         top_kernels=build_kernels(con, ALL_NAMES if partial else top),
         bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
+        quality=build_quality(con, file),
     )
 
 
@@ -145,6 +148,11 @@ def as_json(report: Report) -> dict[str, Any]:
         "top_kernels": kernels,
         "ranks": [plain(r) for r in report.ranks],
         "alignment": _alignment(report.clocks),
+        # Rows left out ({"file", "source", "reason", "count"}) and every note on guesses.
+        "skipped": [
+            {k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped
+        ],
+        "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
     }
 
 

@@ -25,6 +25,7 @@ from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
 from nsysreport.sections.kernels import KernelSummary
 from nsysreport.sections.layers import across_gpus
+from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.timeline import (
     DEFAULT_ACTIVITIES,
     EVERY_ACTIVITY,
@@ -262,6 +263,7 @@ def merge(
         bottleneck=bottleneck(gpus, across, collectives, stragglers),
         ranks=tuple(sorted(infos, key=lambda i: (i.rank, i.file, i.pid, i.device_id))),
         clocks=tuple(clocks),
+        quality=merge_quality((p.name, p.report.quality) for p in parts),
     )
 
 

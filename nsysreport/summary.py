@@ -52,6 +52,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             fmt_count(g.gaps.count),
         )
     console.print(table)
+    # Rows left out and guesses made: the numbers above rest on them, so they come first.
+    for note in report.quality.notes(with_file=len(report.traces) > 1):
+        console.print(f"[bold yellow]Note:[/] {note}", soft_wrap=True)
     _print_clocks(console, report)
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:

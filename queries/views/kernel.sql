@@ -1,7 +1,9 @@
 -- kernel: one row per CUDA kernel, with process, device, stream, times and class
 --
--- `pid` is (globalPid >> 24) & 0xFFFFFF, as NVIDIA's reports compute it. Rows with
--- end <= start are kept (they count as kernels) but carry no time in any analysis.
+-- `pid` is (globalPid >> 24) & 0xFFFFFF, as NVIDIA's reports compute it. Zero-length rows
+-- (end = start) are kept (they count as kernels) but carry no time in any analysis; rows the
+-- analysis cannot use (end before start, no start, duplicates, ...: unusable_row) are left
+-- out and counted in skipped_row. Names fall back as kernel_name says.
 --
 -- Columns:
 --   kernel_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_KERNEL
@@ -14,8 +16,10 @@
 --   end_ns           BIGINT    GPU end
 --   duration_ns      BIGINT    end_ns - start_ns
 --   name_id          BIGINT    StringIds id of the demangled name
---   name             VARCHAR   demangled kernel name
+--   name             VARCHAR   kernel name: demangled, else short, else mangled, else a
+--                              placeholder
 --   class            VARCHAR   comm, attention, gemm or other
+--   unnamed          BOOLEAN   no name was found: the class is a guess (other)
 CREATE VIEW kernel AS
 SELECT
     k.rowid AS kernel_id,
@@ -29,6 +33,13 @@ SELECT
     k."end" - k.start AS duration_ns,
     k.demangledName AS name_id,
     n.name,
-    n.class
+    n.class,
+    n.unnamed
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-JOIN kernel_name AS n ON n.name_id = k.demangledName
+JOIN kernel_name AS n
+    ON n.demangled_key = coalesce(k.demangledName, -1)
+    AND n.short_key = coalesce(k.shortName, -1)
+    AND n.mangled_key = coalesce(k.mangledName, -1)
+WHERE k.rowid NOT IN (
+    SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_KERNEL'
+)
