@@ -486,7 +486,7 @@ def copy_tables(
                     if progress:
                         progress(table)
                     careful.copy(con, table, schema)
-    except (duckdb.Error, OSError, _adbc_error()) as exc:
+    except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
         raise TraceError(_unreadable(path, exc)) from None
     return loader
 
@@ -704,7 +704,9 @@ def _copy_with_scanner(
                         f'INSERT INTO main."{table}" ({names}) SELECT {values} FROM nsys."{table}"'
                     )
                     continue
-                except duckdb.Error as exc:
+                except (duckdb.Error, UnicodeDecodeError) as exc:
+                    # DuckDB's message may quote the raw bytes, which Python then fails to
+                    # decode: either way the careful read takes the table.
                     if "locked" in str(exc):
                         raise
             careful.copy(con, table, schema)
