@@ -45,7 +45,7 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("streamId", "BIGINT", True),
         ("correlationId", "BIGINT", False),
         ("globalPid", "BIGINT", True),
-        ("demangledName", "BIGINT", True),
+        ("demangledName", "BIGINT", False),  # else shortName, mangledName (kernel_name)
         ("shortName", "BIGINT", False),
         ("mangledName", "BIGINT", False),  # the last name kernel_name falls back to
     ),
