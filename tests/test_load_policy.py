@@ -277,6 +277,7 @@ def test_kernels_with_no_name_count_as_compute_and_the_report_says_so(tmp_path: 
         ("deviceId = NULL", "no device id"),
         ('"end" = 9223372036854775807', "time outside the capture"),
         ("start = -9223372036854775808", "negative time"),
+        ('"end" = -9223372036854775808', "negative time"),
         ("start = start + 4000000000000000, \"end\" = \"end\" + 4000000000000000",
          "time outside the capture"),
     ],

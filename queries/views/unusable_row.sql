@@ -18,7 +18,7 @@
 --   row_id   BIGINT    rowid in that table
 --   reason   VARCHAR   why the row is left out
 CREATE TABLE unusable_row AS
-WITH gpu_rows AS (
+WITH gpu_rows AS NOT MATERIALIZED (
     SELECT 'CUPTI_ACTIVITY_KIND_KERNEL' AS source, rowid AS row_id, start, "end", deviceId,
         streamId, correlationId, globalPid, demangledName AS what, shortName AS what_2,
         mangledName AS what_3
@@ -33,37 +33,50 @@ WITH gpu_rows AS (
     FROM CUPTI_ACTIVITY_KIND_MEMSET
 ),
 limits AS (
-    SELECT
-        coalesce(
-            (SELECT 10 * max(duration)::HUGEINT FROM ANALYSIS_DETAILS WHERE duration > 0),
-            1000000000000000
-        ) AS span,
-        (SELECT quantile_disc(start, 0.5) FROM gpu_rows) AS median_start
+    -- As BIGINT, clamped: the checks below then compare plain integers and cannot overflow.
+    SELECT least(span, 9223372036854775807)::BIGINT AS span,
+        greatest(median_start - span, -9223372036854775808)::BIGINT AS lowest_start,
+        least(median_start + span, 9223372036854775807)::BIGINT AS highest_start
+    FROM (
+        SELECT
+            coalesce(
+                (SELECT 10 * max(duration)::HUGEINT FROM ANALYSIS_DETAILS WHERE duration > 0),
+                1000000000000000
+            ) AS span,
+            (SELECT quantile_disc(start, 0.5) FROM gpu_rows)::HUGEINT AS median_start
+    )
 ),
-checked AS (
-    SELECT g.*, CASE
+checked AS NOT MATERIALIZED (
+    SELECT g.source, g.row_id, CASE
         WHEN g.start IS NULL THEN 'no start time'
         WHEN g."end" IS NULL THEN 'no end time'
         WHEN g.deviceId IS NULL THEN 'no device id'
         WHEN g.globalPid IS NULL THEN 'no process id'
-        WHEN g.start < 0 THEN 'negative time'
-        WHEN g."end"::HUGEINT - g.start > l.span
-            OR abs(g.start::HUGEINT - l.median_start) > l.span THEN 'time outside the capture'
-    END AS reason
+        WHEN g.start < 0 OR g."end" < 0 THEN 'negative time'
+        -- Both are >= 0 here, so end - start cannot overflow.
+        WHEN g."end" - g.start > l.span
+            OR g.start NOT BETWEEN l.lowest_start AND l.highest_start
+            THEN 'time outside the capture'
+    END AS reason,
+        -- Duplicates are found by one hash of the row (one 64-bit key groups fast), then
+        -- confirmed column by column: a hash collision is never taken for a duplicate.
+        hash(
+            g.source, g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+            g.what, g.what_2, g.what_3
+        ) AS row_hash
     FROM gpu_rows AS g, limits AS l
 ),
-usable AS (
-    -- Candidates by one hash of the row (one 64-bit key groups fast), confirmed column by
-    -- column: a hash collision is never taken for a duplicate.
-    SELECT * EXCLUDE (reason), hash(
-        source, start, "end", deviceId, streamId, correlationId, globalPid, what, what_2, what_3
-    ) AS row_hash
-    FROM checked
-    WHERE reason IS NULL
-),
 suspects AS (
-    SELECT * FROM usable
-    WHERE row_hash IN (SELECT row_hash FROM usable GROUP BY row_hash HAVING count(*) > 1)
+    -- Rows identical to another have the same reason: only usable rows get here.
+    SELECT g.*
+    FROM gpu_rows AS g
+    WHERE hash(
+            g.source, g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+            g.what, g.what_2, g.what_3
+        ) IN (
+            SELECT row_hash FROM checked WHERE reason IS NULL
+            GROUP BY row_hash HAVING count(*) > 1
+        )
 ),
 copies AS (
     SELECT source, start, "end", deviceId, streamId, correlationId, globalPid, what, what_2,
