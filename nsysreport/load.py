@@ -399,10 +399,6 @@ def _readable_copy(path: Path) -> Path | None:
             con.execute("SELECT count(*) FROM sqlite_master").fetchall()
         finally:
             con.close()
-    except sqlite3.OperationalError as exc:
-        if "locked" in str(exc):
-            raise TraceError(_locked(path)) from None
-        raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
     except OSError as exc:

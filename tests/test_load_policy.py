@@ -434,6 +434,17 @@ def test_a_hot_journal_is_rolled_back_in_a_private_copy(
     assert _listing(tmp_path) == before
 
 
+def test_a_stray_journal_that_is_not_hot_changes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = trace(tmp_path)
+    Path(f"{path}-journal").write_bytes(b"left over by a copy tool\n" * 40)
+    before = _listing(tmp_path)
+    (row,), skipped = both_loaders(path, monkeypatch)
+    assert {k: row[k] for k in NUMBERS} == CLEAN and skipped == []
+    assert _listing(tmp_path) == before
+
+
 # --- E. one clear line for input that cannot be read ---------------------------------------
 
 
