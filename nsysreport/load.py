@@ -375,11 +375,13 @@ def _readable_copy(path: Path) -> Path | None:
     a non-empty `-journal` may be a hot journal whose changes must be rolled back. SQLite reads
     either only by creating files beside the trace (`-shm`) or by rewriting it, so both go to a
     private folder, where opening the copy applies the log; then the copy is a plain file that
-    the check and the load read alike. A database in WAL mode without a log is read in place
-    (immutable: nothing in it to apply).
+    the check and the load read alike. A database in WAL mode is copied even without a log: the
+    fast loader would create the log and its index beside it just to read it.
     """
     logs = [p for p in (Path(f"{path}-wal"), Path(f"{path}-journal")) if _non_empty(p)]
-    if not logs:
+    with path.open("rb") as f:
+        wal_mode = f.read(20)[18:20] == b"\x02\x02"  # file format versions: 2 = WAL
+    if not logs and not wal_mode:
         return None
     key = (str(path.resolve()), tuple(v for p in (path, *logs) for v in _stamp(p)))
     if key in _COPIES and _COPIES[key].exists():
@@ -403,7 +405,7 @@ def _readable_copy(path: Path) -> Path | None:
         raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
     except OSError as exc:
         raise TraceError(
-            f"{path}: cannot copy it with its {logs[0].name} to a private folder ({exc.strerror})"
+            f"{path}: cannot copy it to a private folder to read its log ({exc.strerror})"
         ) from None
     _COPIES[key] = copy
     return copy

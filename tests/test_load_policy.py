@@ -407,6 +407,20 @@ def test_a_write_ahead_log_is_read_and_nothing_is_written_beside_the_trace(
     assert _listing(folder) == before
 
 
+def test_a_database_in_wal_mode_without_a_log_gets_no_log_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = trace(tmp_path)
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.close()  # the last connection checkpoints and removes the log; the file stays WAL
+    before = _listing(tmp_path)
+    assert list(before) == ["t.sqlite"]
+    (row,), skipped = both_loaders(path, monkeypatch)
+    assert {k: row[k] for k in NUMBERS} == CLEAN and skipped == []
+    assert _listing(tmp_path) == before
+
+
 def test_a_hot_journal_is_rolled_back_in_a_private_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
