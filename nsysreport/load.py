@@ -464,9 +464,9 @@ def copy_tables(
 ) -> str:
     """Copy the raw tables into `con` with the fastest offline loader; returns the loader's name.
 
-    Both loaders give the same tables: the fast one scans a table as SQLite declares it and
-    hands any table it cannot read exactly (bytes that are not UTF-8, a value of another type)
-    to the careful read, which the ADBC loader uses for every table.
+    Both loaders give the same tables: each reads a table as it is (the scanner by its declared
+    types, ADBC by the types of its values) and hands any table it cannot read exactly (bytes
+    that are not UTF-8, a value of another type) to the careful read (_Adbc).
     """
     import duckdb
 
@@ -476,14 +476,15 @@ def copy_tables(
     present = [t for t in RAW_TABLES if t in schema.tables]
     source = _source(path, schema)
     try:
-        with _Careful(source) as careful:
+        with _Adbc(source) as adbc:
             if loader == "sqlite_scanner":
-                _copy_with_scanner(con, source, schema, present, careful, progress)
+                _copy_with_scanner(con, source, schema, present, adbc, progress)
             else:
                 for table in present:
                     if progress:
                         progress(table)
-                    careful.copy(con, table, schema)
+                    if not (table in schema.typed and adbc.copy(con, table, schema, exact=True)):
+                        adbc.copy(con, table, schema, exact=False)
     except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
         raise TraceError(_unreadable(path, exc)) from None
     return loader
@@ -578,55 +579,80 @@ def _reason_sql(cols: list[tuple[str, str]]) -> str:
     return f"CASE {' '.join(checks)} END" if checks else "NULL"
 
 
-class _Careful:
-    """The careful read of a table, value by value in SQLite (through ADBC): integer columns
-    as integers (rows where one is not: counted in load_skipped), text columns as bytes that
-    nsys_text decodes. Opens the file only when a table needs it."""
+ADBC_BATCH_ROWS = 65536  # rows per Arrow batch from ADBC's SQLite driver
+
+
+class _Adbc:
+    """Reads of a table through ADBC's SQLite driver (immutable: no lock, no file beside it).
+
+    `copy(exact=True)` reads the columns as they are, integer columns typed by the driver:
+    it gives up (False, nothing inserted) unless every integer value is one, so what it loads
+    is what the careful read would. `copy(exact=False)`, the careful read, goes value by value
+    in SQLite: integer columns as integers (rows where one is not: counted in load_skipped).
+    Text columns are read as bytes, which nsys_text decodes, in both. Opens the file only when
+    a table needs it.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.src: Any = None
 
-    def __enter__(self) -> _Careful:
+    def __enter__(self) -> _Adbc:
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self.src is not None:
             self.src.close()
 
-    def copy(self, con: duckdb.DuckDBPyConnection, table: str, schema: SourceSchema) -> None:
+    def copy(
+        self, con: duckdb.DuckDBPyConnection, table: str, schema: SourceSchema, exact: bool
+    ) -> bool:
         import adbc_driver_sqlite.dbapi as adbc
+        import duckdb
+        import pyarrow as pa
 
         if self.src is None:
             self.src = adbc.connect(_immutable_uri(self.path))
         cols = _wanted(table, schema)
         if not cols:
-            return  # none of the columns we read: the table stays empty, as when absent
+            return True  # none of the columns we read: the table stays empty, as when absent
         reason = _reason_sql(cols)
         values = ", ".join(
-            _integer_sql(n) if t == "BIGINT" else f'CAST("{n}" AS BLOB)' for n, t in cols
+            (f'"{n}"' if exact else _integer_sql(n)) if t == "BIGINT" else f'CAST("{n}" AS BLOB)'
+            for n, t in cols
         )
-        # ADBC types a column by its first batch: a first row of the right types (dropped
-        # below) keeps a column whose first values are all NULL from being typed INT64.
+        # ADBC types a column by its first batch (and refuses another type later): a first
+        # row of the right types, dropped below, keeps a column whose first values are all
+        # NULL from being typed INT64.
         first = ", ".join(("0" if t == "BIGINT" else "x''") + f' AS "{n}"' for n, t in cols)
-        sql = (
-            f"SELECT 1 AS nsys_first, {first} UNION ALL "
-            f'SELECT 0, {values} FROM "{table}" WHERE ({reason}) IS NULL'
-        )
+        sql = f'SELECT 1 AS nsys_first, {first} UNION ALL SELECT 0, {values} FROM "{table}"'
+        if not exact:
+            sql += f" WHERE ({reason}) IS NULL"
         names = _names(cols)
         decoded = ", ".join(f'"{n}"' if t == "BIGINT" else f'nsys_text("{n}")' for n, t in cols)
         with self.src.cursor() as cur:
-            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": "65536"})
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(ADBC_BATCH_ROWS)})
             cur.execute(sql)
             batches = cur.fetch_record_batch()
+            # A float or text in an integer column of the first batch widens its type.
+            if exact and any(
+                batches.schema.field(n).type != pa.int64() for n, t in cols if t == "BIGINT"
+            ):
+                return False
             con.register("nsys_batches", batches)
             try:
                 con.execute(
                     f'INSERT INTO main."{table}" ({names}) '
                     f"SELECT {decoded} FROM nsys_batches WHERE nsys_first = 0"
                 )
+            except (duckdb.Error, _adbc_error(), pa.ArrowException):
+                if exact:
+                    return False  # another type in a later batch: nothing was inserted
+                raise
             finally:
                 con.unregister("nsys_batches")
+        if exact:
+            return True
         with self.src.cursor() as cur:
             cur.execute(
                 f'SELECT reason, count(*) FROM (SELECT {reason} AS reason FROM "{table}") '
@@ -635,6 +661,7 @@ class _Careful:
             rows = cur.fetchall()
         for reason_text, count in rows:
             con.execute(f"INSERT INTO {LOAD_SKIPPED} VALUES (?, ?, ?)", [table, reason_text, count])
+        return True
 
 
 def _pick_loader(con: duckdb.DuckDBPyConnection) -> str:
@@ -678,7 +705,7 @@ def _copy_with_scanner(
     path: Path,
     schema: SourceSchema,
     tables: list[str],
-    careful: _Careful,
+    adbc: _Adbc,
     progress: Progress | None,
 ) -> None:
     """The typed scan (all threads) for tables declared as we load them; a table it refuses
@@ -707,6 +734,6 @@ def _copy_with_scanner(
                     # decode: either way the careful read takes the table.
                     if "locked" in str(exc):
                         raise
-            careful.copy(con, table, schema)
+            adbc.copy(con, table, schema, exact=False)
     finally:
         con.execute("DETACH nsys")

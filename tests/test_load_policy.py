@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from nsysreport import load
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
 from nsysreport.load import RAW_TABLES, check_file, open_trace
@@ -184,6 +185,25 @@ def test_a_value_that_is_not_an_integer_skips_its_row_and_is_counted(
         ("CUPTI_ACTIVITY_KIND_KERNEL", "start is not an integer", 1),
         ("CUPTI_ACTIVITY_KIND_MEMCPY", "deviceId is not an integer", 1),
         ("NVTX_EVENTS", "eventType is not an integer", 1),
+    ]
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 65536])
+def test_a_bad_value_in_any_batch_is_found_by_both_loaders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int
+) -> None:
+    # ADBC types a column by its first batch: a fraction in a later one must be found too.
+    monkeypatch.setattr(load, "ADBC_BATCH_ROWS", batch_rows)
+
+    def mutate(con: sqlite3.Connection) -> None:
+        con.execute(f"UPDATE {KERNEL} SET streamId = 7.5 WHERE start = 150")
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 'x' WHERE rowid = 2")
+
+    (row,), skipped = both_loaders(trace(tmp_path, mutate), monkeypatch)
+    assert row["kernel_count"] == 1 and row["busy_ns"] == 140
+    assert skipped == [
+        (KERNEL, "streamId is not an integer", 1),
+        ("CUPTI_ACTIVITY_KIND_RUNTIME", "nameId is not an integer", 1),
     ]
 
 
