@@ -471,7 +471,6 @@ def copy_tables(
     import duckdb
 
     create_raw_tables(con)
-    _text_functions(con)
     loader = _pick_loader(con)
     present = [t for t in RAW_TABLES if t in schema.tables]
     source = _source(path, schema)
@@ -613,6 +612,7 @@ class _Adbc:
 
         if self.src is None:
             self.src = adbc.connect(_immutable_uri(self.path))
+            _text_functions(con)  # one connection per load: registered once, when needed
         cols = _wanted(table, schema)
         if not cols:
             return True  # none of the columns we read: the table stays empty, as when absent
