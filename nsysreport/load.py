@@ -12,13 +12,13 @@ and by the load alike.
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import sqlite3
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -136,14 +136,11 @@ class SourceSchema:
 
     `typed`: the tables whose declared column types let the fast loader read them as they are
     (any other table, or one whose values turn out not to fit, is read value by value).
-    `read_from`: where the content lies when it is not the file itself (a private copy with
-    the write-ahead log or hot journal applied); check and load both read that.
     """
 
     tables: frozenset[str]
     columns: dict[str, frozenset[str]]
     typed: frozenset[str] = frozenset()
-    read_from: str | None = None
 
 
 # What inspect_trace returns for a PyTorch profiler (Kineto) JSON trace: load_into reads it with
@@ -173,11 +170,6 @@ def open_trace(
     con = connect()
     load_into(con, path, schema, progress, patterns)
     return con
-
-
-def _source(path: Path, schema: SourceSchema) -> Path:
-    """The file whose content the load reads: the trace, or its private copy."""
-    return Path(schema.read_from) if schema.read_from else path
 
 
 def load_into(
@@ -305,17 +297,25 @@ def inspect_trace(path: Path) -> SourceSchema:
     check_file(path)
     if is_kineto(path):
         return KINETO_SCHEMA
-    source = _readable_copy(path)
-    read = source or path
+    with _readable(path) as read:
+        schema, has_gpu_rows = _read_schema(path, read)
+    if not has_gpu_rows:
+        raise TraceError(
+            f"{path}: contains no GPU activity (no CUDA kernel, memcpy or memset rows); "
+            "profile with: nsys profile --trace=cuda,nvtx ..."
+        )
+    return schema
+
+
+def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
+    """The schema of the file `read` (`path` or its copy), and whether it has GPU rows."""
     try:
         src = sqlite3.connect(_immutable_uri(read), uri=True)
     except sqlite3.Error as exc:
         raise TraceError(f"{path}: cannot be opened as SQLite ({exc})") from exc
     try:
-        tables = frozenset(
-            row[0]
-            for row in src.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
-        )
+        listed = src.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        tables = frozenset(row[0] for row in listed)
         declared = {
             table: {
                 row[1]: str(row[2] or "") for row in src.execute(f'PRAGMA table_info("{table}")')
@@ -334,13 +334,8 @@ def inspect_trace(path: Path) -> SourceSchema:
         raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
     finally:
         src.close()
-    if not has_gpu_rows:
-        raise TraceError(
-            f"{path}: contains no GPU activity (no CUDA kernel, memcpy or memset rows); "
-            "profile with: nsys profile --trace=cuda,nvtx ..."
-        )
     typed = frozenset(t for t, cols in declared.items() if _declared_as_loaded(t, cols))
-    return SourceSchema(tables, columns, typed, str(source) if source else None)
+    return SourceSchema(tables, columns, typed), has_gpu_rows
 
 
 def _immutable_uri(path: Path) -> str:
@@ -364,51 +359,45 @@ def _declared_as_loaded(table: str, declared: dict[str, str]) -> bool:
     return True
 
 
-# Private copies of traces read with their write-ahead log or hot journal, removed at exit.
-_COPIES: dict[tuple[str, tuple[int, ...]], Path] = {}
-
-
-def _readable_copy(path: Path) -> Path | None:
-    """None when `path` can be read in place; else a private copy with its log applied.
+@contextmanager
+def _readable(path: Path) -> Iterator[Path]:
+    """The file to read for `path`'s content: `path` itself, or a private copy with its log
+    applied, removed when done.
 
     A non-empty `-wal` beside the trace holds committed data that is part of the database, and
     a non-empty `-journal` may be a hot journal whose changes must be rolled back. SQLite reads
     either only by creating files beside the trace (`-shm`) or by rewriting it, so both go to a
-    private folder, where opening the copy applies the log; then the copy is a plain file that
-    the check and the load read alike. A database in WAL mode is copied even without a log: the
-    fast loader would create the log and its index beside it just to read it.
+    private folder, where opening the copy applies the log; the copy is then a plain file,
+    which the check and the load (each with its own copy) read alike. A database in WAL mode is
+    copied even without a log: the fast loader would create the log and its index beside it.
     """
     logs = [p for p in (Path(f"{path}-wal"), Path(f"{path}-journal")) if _non_empty(p)]
     with path.open("rb") as f:
         wal_mode = f.read(20)[18:20] == b"\x02\x02"  # file format versions: 2 = WAL
     if not logs and not wal_mode:
-        return None
-    key = (str(path.resolve()), tuple(v for p in (path, *logs) for v in _stamp(p)))
-    if key in _COPIES and _COPIES[key].exists():
-        return _COPIES[key]
-    folder = Path(tempfile.mkdtemp(prefix="nsysreport-copy-"))
-    atexit.register(shutil.rmtree, folder, True)
-    copy = folder / "trace.sqlite"
-    try:
-        shutil.copyfile(path, copy)
-        for log in logs:
-            shutil.copyfile(log, folder / f"trace.sqlite{log.name[len(path.name) :]}")
-        con = sqlite3.connect(copy)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="nsysreport-copy-") as folder:
+        copy = Path(folder) / "trace.sqlite"
         try:
-            # Reading applies the log (a WAL is read, a hot journal rolled back); DELETE mode
-            # folds a WAL into the file, so the copy needs no side file any more.
-            con.execute("PRAGMA journal_mode = DELETE").fetchall()
-            con.execute("SELECT count(*) FROM sqlite_master").fetchall()
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as exc:
-        raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
-    except OSError as exc:
-        raise TraceError(
-            f"{path}: cannot copy it to a private folder to read its log ({exc.strerror})"
-        ) from None
-    _COPIES[key] = copy
-    return copy
+            shutil.copyfile(path, copy)
+            for log in logs:
+                shutil.copyfile(log, Path(folder) / f"trace.sqlite{log.name[len(path.name) :]}")
+            con = sqlite3.connect(copy)
+            try:
+                # Reading applies the log (a WAL is read, a hot journal rolled back); DELETE
+                # mode folds a WAL into the file, so the copy needs no side file any more.
+                con.execute("PRAGMA journal_mode = DELETE").fetchall()
+                con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc:
+            raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
+        except OSError as exc:
+            raise TraceError(
+                f"{path}: cannot copy it to a private folder to read its log ({exc.strerror})"
+            ) from None
+        yield copy
 
 
 def _non_empty(path: Path) -> bool:
@@ -416,11 +405,6 @@ def _non_empty(path: Path) -> bool:
         return path.stat().st_size > 0
     except OSError:
         return False
-
-
-def _stamp(path: Path) -> tuple[int, int]:
-    info = path.stat()
-    return info.st_size, info.st_mtime_ns
 
 
 def _locked(path: Path) -> str:
@@ -473,9 +457,8 @@ def copy_tables(
     create_raw_tables(con)
     loader = _pick_loader(con)
     present = [t for t in RAW_TABLES if t in schema.tables]
-    source = _source(path, schema)
     try:
-        with _Adbc(source) as adbc:
+        with _readable(path) as source, _Adbc(source) as adbc:
             if loader == "sqlite_scanner":
                 _copy_with_scanner(con, source, schema, present, adbc, progress)
             else:

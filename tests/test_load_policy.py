@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -422,9 +423,13 @@ def test_a_write_ahead_log_is_read_and_nothing_is_written_beside_the_trace(
     shutil.copyfile(f"{path}-wal", folder / "t.sqlite-wal")
     con.close()
     before = _listing(folder)
+    private = tmp_path / "private"
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     (row,), skipped = both_loaders(folder / "t.sqlite", monkeypatch)
     assert row["kernel_count"] == 3 and row["span_ns"] == 350 and skipped == []
     assert _listing(folder) == before
+    assert not list(private.glob("nsysreport-copy-*")), "the private copies are removed"
 
 
 def test_a_database_in_wal_mode_without_a_log_gets_no_log_beside_it(
