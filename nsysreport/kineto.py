@@ -6,10 +6,15 @@ events carry pid = device in Kineto; they get the host process's globalPid (the 
 CUDA API events) so that launches join them by correlation id. Times are exact: `ts` and `dur`
 are microseconds with up to three decimals, read as text and scaled as integers, never as float.
 All the work is SQL over DuckDB's own JSON reader; no Python loop touches an event.
+
+Loader policy as for nsys exports (nsysreport.load): a GPU event without `ts` or `dur` becomes a
+row without a start or an end, which the views leave out and skipped_row counts; one without a
+name keeps a placeholder name (kernel_name); a name that is not UTF-8 is read with U+FFFD.
 """
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -50,12 +55,12 @@ SELECT
     TRY_CAST(e.pid AS BIGINT) AS pid,
     coalesce(TRY_CAST(e.tid AS BIGINT), 0) AS tid,
     {_ns("e.ts")} AS start,
-    coalesce({_ns("e.dur")}, 0) AS dur,
+    {_ns("e.dur")} AS dur,
     e.args
 FROM raw
 WHERE e.ph = 'X' AND e.cat IN (
     'kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'user_annotation'
-) AND e.ts IS NOT NULL
+) AND (e.ts IS NOT NULL OR e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'))
 """
 
 # The host process: the pid with the most CUDA API calls, else the pid of CPU annotations.
@@ -81,9 +86,10 @@ FROM (
 )
 """
 
-# A GPU event's columns, shared by kernels, memcpys and memsets.
+# A GPU event's columns, shared by kernels, memcpys and memsets. Its end is start + dur as the
+# trace says: missing (NULL) or before the start, the views treat it as they do nsys rows.
 GPU_COLUMNS = """
-    e.start, e.start + greatest(e.dur, 0),
+    e.start, e.start + e.dur,
     coalesce(TRY_CAST(e.args->>'device' AS BIGINT), e.pid),
     coalesce(TRY_CAST(e.args->>'stream' AS BIGINT), e.tid),
     TRY_CAST(e.args->>'correlation' AS BIGINT),
@@ -95,7 +101,7 @@ INSERTS = (
     INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL ("start", "end", deviceId, streamId, correlationId,
         globalPid, contextId, demangledName, shortName)
     SELECT {GPU_COLUMNS}, TRY_CAST(e.args->>'context' AS BIGINT), s.id, s.id
-    FROM kineto_event AS e JOIN kineto_string AS s ON s.name = e.name
+    FROM kineto_event AS e LEFT JOIN kineto_string AS s ON s.name = e.name
     WHERE e.cat = 'kernel'
     """,
     f"""
@@ -118,19 +124,22 @@ INSERTS = (
     """
     INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME ("start", "end", eventClass, globalTid,
         correlationId, nameId)
-    SELECT e.start, e.start + greatest(e.dur, 0), CASE e.cat WHEN 'cuda_driver' THEN 1 ELSE 0 END,
+    SELECT e.start, e.start + greatest(coalesce(e.dur, 0), 0),
+        CASE e.cat WHEN 'cuda_driver' THEN 1 ELSE 0 END,
         (1::BIGINT << 48) | ((e.pid & 16777215) << 24) | (e.tid & 16777215),
         TRY_CAST(e.args->>'correlation' AS BIGINT), s.id
     FROM kineto_event AS e JOIN kineto_string AS s ON s.name = e.name
-    WHERE e.cat IN ('cuda_runtime', 'cuda_driver') AND e.pid IS NOT NULL
+    WHERE e.cat IN ('cuda_runtime', 'cuda_driver') AND e.pid IS NOT NULL AND e.start IS NOT NULL
     """,
     # CPU annotations (record_function ranges, ProfilerStep#N) are NVTX push/pop ranges.
     """
     INSERT INTO NVTX_EVENTS ("start", "end", eventType, globalTid, text)
-    SELECT e.start, e.start + greatest(e.dur, 0), 59,
-        (1::BIGINT << 48) | ((e.pid & 16777215) << 24) | (e.tid & 16777215), e.name
+    SELECT e.start, e.start + greatest(coalesce(e.dur, 0), 0), 59,
+        (1::BIGINT << 48) | ((e.pid & 16777215) << 24) | (e.tid & 16777215),
+        replace(e.name, chr(0), '')
     FROM kineto_event AS e
     WHERE e.cat = 'user_annotation' AND e.pid IS NOT NULL AND e.name IS NOT NULL
+        AND e.start IS NOT NULL
     """,
     # An NCCL kernel with collective metadata gets an NCCL-API-like range around its launch,
     # whose payload is the message size, as nsys records NCCL's own NVTX ranges.
@@ -162,7 +171,7 @@ INSERTS = (
                 WHEN dtype = 'complexdouble' THEN 16 END AS dtype_bytes
         FROM meta
     )
-    SELECT l.start, l.start + greatest(l.dur, 0), 59,
+    SELECT l.start, l.start + greatest(coalesce(l.dur, 0), 0), 59,
         (1::BIGINT << 48) | ((l.pid & 16777215) << 24) | (l.tid & 16777215), n.text,
         n.nelems * n.dtype_bytes
     FROM named AS n
@@ -172,7 +181,8 @@ INSERTS = (
         AND l.pid = (SELECT pid FROM kineto_host)
     WHERE n.text IS NOT NULL
     """,
-    "INSERT INTO StringIds (id, value) SELECT id, name FROM kineto_string",
+    # Names as nsys exports hold them after load.py's text policy: no NUL bytes.
+    "INSERT INTO StringIds (id, value) SELECT id, replace(name, chr(0), '') FROM kineto_string",
     """
     INSERT INTO TARGET_INFO_GPU (id, name)
     SELECT TRY_CAST(d->>'id' AS BIGINT), d->>'name'
@@ -227,11 +237,25 @@ def _document_bytes(path: Path, count: bool = False) -> int:
     return total
 
 
+def _decoded_copy(path: Path, folder: Path) -> Path:
+    """A copy of the (decompressed) document in `folder` with invalid UTF-8 as U+FFFD."""
+    import gzip
+
+    if path.name.lower().endswith(".gz"):
+        with gzip.open(path, "rb") as f:
+            data = f.read()
+    else:
+        data = path.read_bytes()
+    copy = folder / "trace.json"
+    copy.write_text(data.decode("utf-8", "replace"), encoding="utf-8")
+    return copy
+
+
 def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     """Fill the (empty, existing) raw tables of `con` from the Kineto trace at `path`."""
     import duckdb
 
-    text = str(path.resolve()).replace("'", "''")
+    private = tempfile.TemporaryDirectory(prefix="nsysreport-kineto-")
     columns = (
         "{'traceEvents': '"
         "STRUCT(ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, ts VARCHAR, "
@@ -240,10 +264,12 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     )
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
     try:
-        for count in (False, True):
+        source, count = path, False
+        while True:
             # The gzip footer's size is the last member's: a multi-member file is counted.
-            size = min(_document_bytes(path, count) + (1 << 20), MAX_OBJECT_BYTES)
+            size = min(_document_bytes(source, count) + (1 << 20), MAX_OBJECT_BYTES)
             con.execute(f"SET memory_limit = '{max(4 * size, 1 << 30) >> 20}MiB'")
+            text = str(source.resolve()).replace("'", "''")
             try:
                 con.execute(
                     f"CREATE TEMP TABLE kineto_doc AS SELECT * FROM read_json('{text}', "
@@ -251,7 +277,12 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                 )
                 break
             except duckdb.InvalidInputException as exc:
-                if count or "maximum_object_size" not in str(exc):
+                if "invalid UTF-8" in str(exc) and source is path:
+                    # A name that is not UTF-8: read a private copy decoded with U+FFFD.
+                    source, count = _decoded_copy(path, Path(private.name)), False
+                elif "maximum_object_size" in str(exc) and not count:
+                    count = True
+                else:
                     raise
         rows = con.execute("SELECT count(*), count(traceEvents) FROM kineto_doc").fetchone()
         if rows != (1, 1):
@@ -271,6 +302,7 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             f"{path}: is not a readable PyTorch profiler trace ({reason}); {NEXT_STEP}"
         ) from exc
     finally:
+        private.cleanup()
         con.execute(f"SET memory_limit = '{limit}'")
         for table in ("kineto_doc", "kineto_event", "kineto_host", "kineto_string"):
             con.execute(f"DROP TABLE IF EXISTS temp.{table}")

@@ -1,15 +1,27 @@
 """Open an Nsight Systems SQLite export (or a PyTorch profiler JSON trace) read-only and load it
-into DuckDB as raw tables + views."""
+into DuckDB as raw tables + views.
+
+Loader policy (README "What is skipped"): any bytes in a TEXT column load (invalid UTF-8 becomes
+U+FFFD, NUL bytes are removed) and never change a number; a value in an integer column that is
+not an integer (text, a BLOB, a fraction) makes its row unusable: the row is left out and
+counted in `load_skipped` (source table, reason, count), which the `skipped_row` view reports
+with the rows the base views leave out. Nothing is written beside the trace: a trace with a
+write-ahead log or a hot journal is read from a private copy with the log applied, by the check
+and by the load alike.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
+import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from nsysreport.errors import TraceError
@@ -33,10 +45,11 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("streamId", "BIGINT", True),
         ("correlationId", "BIGINT", False),
         ("globalPid", "BIGINT", True),
-        ("demangledName", "BIGINT", True),
+        ("demangledName", "BIGINT", False),  # else shortName, mangledName (kernel_name)
         ("shortName", "BIGINT", False),
         ("graphNodeId", "BIGINT", False),  # set on graph-launched kernels (node-level tracing)
         ("graphId", "BIGINT", False),  # nsys 2026.1+
+        ("mangledName", "BIGINT", False),  # the last name kernel_name falls back to
     ),
     "CUPTI_ACTIVITY_KIND_MEMCPY": (
         ("start", "BIGINT", True),
@@ -142,12 +155,22 @@ EXPORT_HINT = "nsys export --type sqlite --output {out} {src}"
 Progress = Callable[[str], None]
 
 
+# Rows of a source table that no loader could type (see _reason_sql), by source and reason.
+LOAD_SKIPPED = "load_skipped"
+INT_RANGE = 9.2e18  # a float in an integer column is taken as an integer when integral and below
+
+
 @dataclass(frozen=True, slots=True)
 class SourceSchema:
-    """What a trace file holds: its tables and, for the tables we read, their columns."""
+    """What a trace file holds: its tables and views and, for those we read, their columns.
+
+    `typed`: the tables whose declared column types let the fast loader read them as they are
+    (any other table, or one whose values turn out not to fit, is read value by value).
+    """
 
     tables: frozenset[str]
     columns: dict[str, frozenset[str]]
+    typed: frozenset[str] = frozenset()
 
 
 # What inspect_trace returns for a PyTorch profiler (Kineto) JSON trace: load_into reads it with
@@ -257,20 +280,33 @@ def check_file(path: Path) -> None:
 
     A Kineto JSON trace (`.json`, `.json.gz`) passes here; its content is checked as it loads.
     """
-    if not path.exists():
-        raise TraceError(f"{path}: no such file")
-    if path.is_dir():
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        raise TraceError(f"{path}: no such file") from None
+    except NotADirectoryError:
+        raise TraceError(f"{path}: no such file (a folder on its path is a file)") from None
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
         raise TraceError(f"{path}: is a directory; give the .sqlite file that nsys export wrote")
     if path.suffix in (".nsys-rep", ".qdrep"):
         hint = EXPORT_HINT.format(out=path.with_suffix(".sqlite").name, src=path.name)
         raise TraceError(f"{path}: is an Nsight Systems report, not its SQLite export; run: {hint}")
-    size = path.stat().st_size
+    if not stat.S_ISREG(info.st_mode):
+        raise TraceError(
+            f"{path}: is not a regular file (a pipe or a device); give the exported file itself"
+        )
+    size = info.st_size
     if size == 0:
         raise TraceError(f"{path}: is empty (0 bytes); export the trace again")
+    try:
+        with path.open("rb") as f:
+            header = f.read(100)
+    except OSError as exc:
+        raise TraceError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     if is_kineto(path):
         return  # JSON: read and checked as it loads (kineto.copy_kineto)
-    with path.open("rb") as f:
-        header = f.read(100)
     if not header.startswith(SQLITE_MAGIC):
         hint = EXPORT_HINT.format(out="trace.sqlite", src="trace.nsys-rep")
         raise TraceError(
@@ -290,24 +326,40 @@ def check_file(path: Path) -> None:
 
 
 def inspect_trace(path: Path) -> SourceSchema:
-    """Read the table and column names of `path` and reject files that are not nsys exports."""
+    """Read the table and column names of `path` and reject files that are not nsys exports.
+
+    Views count as tables (a tool may replace a table by a view of it): both read the same.
+    """
     check_file(path)
     if is_kineto(path):
         return KINETO_SCHEMA
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+    with _readable(path) as read:
+        schema, has_gpu_rows = _read_schema(path, read)
+    if not has_gpu_rows:
+        raise TraceError(
+            f"{path}: contains no GPU activity (no CUDA kernel, memcpy or memset rows); "
+            "profile with: nsys profile --trace=cuda,nvtx ..."
+        )
+    return schema
+
+
+def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
+    """The schema of the file `read` (`path` or its copy), and whether it has GPU rows."""
     try:
-        src = sqlite3.connect(uri, uri=True)
+        src = sqlite3.connect(_immutable_uri(read), uri=True)
     except sqlite3.Error as exc:
         raise TraceError(f"{path}: cannot be opened as SQLite ({exc})") from exc
     try:
-        tables = frozenset(
-            row[0] for row in src.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-        )
-        columns = {
-            table: frozenset(row[1] for row in src.execute(f'PRAGMA table_info("{table}")'))
+        listed = src.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        tables = frozenset(row[0] for row in listed)
+        declared = {
+            table: {
+                row[1]: str(row[2] or "") for row in src.execute(f'PRAGMA table_info("{table}")')
+            }
             for table in RAW_TABLES
             if table in tables
         }
+        columns = {table: frozenset(cols) for table, cols in declared.items()}
         _reject_foreign(path, tables, columns)
         has_gpu_rows = any(
             src.execute(f'SELECT EXISTS (SELECT 1 FROM "{t}")').fetchone() == (1,)
@@ -315,15 +367,87 @@ def inspect_trace(path: Path) -> SourceSchema:
             if t in tables
         )
     except sqlite3.DatabaseError as exc:
-        raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from exc
+        raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
     finally:
         src.close()
-    if not has_gpu_rows:
-        raise TraceError(
-            f"{path}: contains no GPU activity (no CUDA kernel, memcpy or memset rows); "
-            "profile with: nsys profile --trace=cuda,nvtx ..."
-        )
-    return SourceSchema(tables, columns)
+    typed = frozenset(t for t, cols in declared.items() if _declared_as_loaded(t, cols))
+    return SourceSchema(tables, columns, typed), has_gpu_rows
+
+
+def _immutable_uri(path: Path) -> str:
+    """Read-only and immutable: SQLite takes no lock and creates no file beside `path`."""
+    return f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
+
+
+def _declared_as_loaded(table: str, declared: dict[str, str]) -> bool:
+    """Whether the source declares every wanted column with the affinity we load it as
+    (SQLite's rules: INT -> integer; CHAR, CLOB, TEXT -> text). Only then can the fast loader's
+    typed scan read it: it reads a column by its declared type, and a REAL column would be
+    rounded into BIGINT silently, where the careful read skips fractions."""
+    for name, type_, _ in RAW_TABLES[table]:
+        if name not in declared:
+            continue
+        decl = declared[name].upper()
+        text = any(word in decl for word in ("CHAR", "CLOB", "TEXT"))
+        if ("INT" in decl) if type_ == "BIGINT" else (text and "INT" not in decl):
+            continue
+        return False
+    return True
+
+
+@contextmanager
+def _readable(path: Path) -> Iterator[Path]:
+    """The file to read for `path`'s content: `path` itself, or a private copy with its log
+    applied, removed when done.
+
+    A non-empty `-wal` beside the trace holds committed data that is part of the database, and
+    a non-empty `-journal` may be a hot journal whose changes must be rolled back. SQLite reads
+    either only by creating files beside the trace (`-shm`) or by rewriting it, so both go to a
+    private folder, where opening the copy applies the log; the copy is then a plain file,
+    which the check and the load (each with its own copy) read alike. A database in WAL mode is
+    copied even without a log: the fast loader would create the log and its index beside it.
+    """
+    logs = [p for p in (Path(f"{path}-wal"), Path(f"{path}-journal")) if _non_empty(p)]
+    with path.open("rb") as f:
+        wal_mode = f.read(20)[18:20] == b"\x02\x02"  # file format versions: 2 = WAL
+    if not logs and not wal_mode:
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="nsysreport-copy-") as folder:
+        copy = Path(folder) / "trace.sqlite"
+        try:
+            shutil.copyfile(path, copy)
+            for log in logs:
+                shutil.copyfile(log, Path(folder) / f"trace.sqlite{log.name[len(path.name) :]}")
+            con = sqlite3.connect(copy)
+            try:
+                # Reading applies the log (a WAL is read, a hot journal rolled back); DELETE
+                # mode folds a WAL into the file, so the copy needs no side file any more.
+                con.execute("PRAGMA journal_mode = DELETE").fetchall()
+                con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+            finally:
+                con.close()
+        except sqlite3.DatabaseError as exc:
+            raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
+        except OSError as exc:
+            raise TraceError(
+                f"{path}: cannot copy it to a private folder to read its log ({exc.strerror})"
+            ) from None
+        yield copy
+
+
+def _non_empty(path: Path) -> bool:
+    try:
+        return path.stat().st_size > 0
+    except OSError:
+        return False
+
+
+def _locked(path: Path) -> str:
+    return (
+        f"{path}: is locked by another program (is nsys still exporting it?); "
+        "wait until it finishes, or run on a copy"
+    )
 
 
 def _reject_foreign(path: Path, tables: frozenset[str], columns: dict[str, frozenset[str]]) -> None:
@@ -358,27 +482,73 @@ def copy_tables(
     schema: SourceSchema,
     progress: Progress | None = None,
 ) -> str:
-    """Copy the raw tables into `con` with the fastest offline loader; returns the loader's name."""
+    """Copy the raw tables into `con` with the fastest offline loader; returns the loader's name.
+
+    Both loaders give the same tables: each reads a table as it is (the scanner by its declared
+    types, ADBC by the types of its values) and hands any table it cannot read exactly (bytes
+    that are not UTF-8, a value of another type) to the careful read (_Adbc).
+    """
     import duckdb
 
     create_raw_tables(con)
     loader = _pick_loader(con)
     present = [t for t in RAW_TABLES if t in schema.tables]
     try:
-        if loader == "sqlite_scanner":
-            _copy_with_scanner(con, path, schema, present, progress)
-        else:
-            _copy_with_adbc(con, path, schema, present, progress)
-    except (duckdb.Error, OSError, _adbc_error()) as exc:
-        raise TraceError(f"{path}: could not be read ({exc}); copy or export it again") from exc
+        with _readable(path) as source, _Adbc(source) as adbc:
+            if loader == "sqlite_scanner":
+                _copy_with_scanner(con, source, schema, present, adbc, progress)
+            else:
+                for table in present:
+                    if progress:
+                        progress(table)
+                    if not (table in schema.typed and adbc.copy(con, table, schema, exact=True)):
+                        adbc.copy(con, table, schema, exact=False)
+    except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
+        raise TraceError(_unreadable(path, exc)) from None
     return loader
 
 
+def _unreadable(path: Path, exc: BaseException) -> str:
+    """One line for a trace that SQLite refused while loading (never the SQL or its bytes)."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if "locked" in text:
+        return _locked(path)
+    if any(w in text for w in ("malformed", "corrupt", "not a database", "disk I/O")):
+        return f"{path}: is corrupt ({first.removeprefix('[SQLite] ')}); copy or export it again"
+    return f"{path}: could not be read ({first}); copy or export it again"
+
+
 def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Every raw table, empty, with the columns the views read (absent ones stay empty)."""
+    """Every raw table, empty, with the columns the views read (absent ones stay empty), and
+    the table of rows the load could not type."""
     for table, cols in RAW_TABLES.items():
         defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
         con.execute(f'CREATE TABLE "{table}" ({defs})')
+    con.execute(f"CREATE TABLE {LOAD_SKIPPED} (source VARCHAR, reason VARCHAR, count BIGINT)")
+
+
+def safe_text(data: bytes) -> str:
+    """The text policy: bytes as UTF-8, invalid sequences as U+FFFD, NUL bytes removed."""
+    return data.decode("utf-8", "replace").replace("\x00", "")
+
+
+def _text_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """nsys_text(BLOB) -> VARCHAR, the text policy in SQL: DuckDB decodes valid UTF-8 (nearly
+    every value), Python only the rare rest."""
+    import duckdb
+
+    con.create_function(
+        "nsys_decode_rest",
+        safe_text,
+        [duckdb.sqltype("BLOB")],
+        duckdb.sqltype("VARCHAR"),
+        side_effects=False,
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP MACRO nsys_text(b) AS "
+        "replace(coalesce(try(decode(b)), nsys_decode_rest(b)), chr(0), '')"
+    )
 
 
 def _adbc_error() -> type[Exception]:
@@ -389,10 +559,128 @@ def _adbc_error() -> type[Exception]:
     return error
 
 
-def _select_list(table: str, schema: SourceSchema) -> str:
-    """Quoted names of the wanted columns the source table really has."""
+def _wanted(table: str, schema: SourceSchema) -> list[tuple[str, str]]:
+    """(name, type) of the wanted columns the source table really has."""
     present = schema.columns[table]
-    return ", ".join(f'"{name}"' for name, _, _ in RAW_TABLES[table] if name in present)
+    return [(name, type_) for name, type_, _ in RAW_TABLES[table] if name in present]
+
+
+def _names(cols: list[tuple[str, str]]) -> str:
+    return ", ".join(f'"{name}"' for name, _ in cols)
+
+
+def _integer_sql(name: str) -> str:
+    """SQLite: the column as an integer, NULL when it holds none (its row is then skipped)."""
+    return (
+        f'CASE WHEN typeof("{name}") = \'integer\' THEN "{name}" '
+        f'WHEN {_integral_real(name)} THEN CAST("{name}" AS INTEGER) END'
+    )
+
+
+def _integral_real(name: str) -> str:
+    return (
+        f'(typeof("{name}") = \'real\' AND "{name}" = CAST("{name}" AS INTEGER) '
+        f'AND abs("{name}") < {INT_RANGE})'
+    )
+
+
+def _reason_sql(cols: list[tuple[str, str]]) -> str:
+    """SQLite: why a row cannot be loaded (its first integer column holding no integer: text,
+    a BLOB, a fraction), NULL for a good row. The careful read keeps the rows where it is NULL
+    and counts the others by it, so what is left out and what is counted cannot differ."""
+    checks = [
+        f"WHEN typeof(\"{name}\") NOT IN ('integer', 'null') AND NOT {_integral_real(name)} "
+        f"THEN '{name} is not an integer'"
+        for name, type_ in cols
+        if type_ == "BIGINT"
+    ]
+    return f"CASE {' '.join(checks)} END" if checks else "NULL"
+
+
+ADBC_BATCH_ROWS = 65536  # rows per Arrow batch from ADBC's SQLite driver
+
+
+class _Adbc:
+    """Reads of a table through ADBC's SQLite driver (immutable: no lock, no file beside it).
+
+    `copy(exact=True)` reads the columns as they are, integer columns typed by the driver:
+    it gives up (False, nothing inserted) unless every integer value is one, so what it loads
+    is what the careful read would. `copy(exact=False)`, the careful read, goes value by value
+    in SQLite: integer columns as integers (rows where one is not: counted in load_skipped).
+    Text columns are read as bytes, which nsys_text decodes, in both. Opens the file only when
+    a table needs it.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.src: Any = None
+
+    def __enter__(self) -> _Adbc:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.src is not None:
+            self.src.close()
+
+    def copy(
+        self, con: duckdb.DuckDBPyConnection, table: str, schema: SourceSchema, exact: bool
+    ) -> bool:
+        import adbc_driver_sqlite.dbapi as adbc
+        import duckdb
+        import pyarrow as pa
+
+        if self.src is None:
+            self.src = adbc.connect(_immutable_uri(self.path))
+            _text_functions(con)  # one connection per load: registered once, when needed
+        cols = _wanted(table, schema)
+        if not cols:
+            return True  # none of the columns we read: the table stays empty, as when absent
+        reason = _reason_sql(cols)
+        values = ", ".join(
+            (f'"{n}"' if exact else _integer_sql(n)) if t == "BIGINT" else f'CAST("{n}" AS BLOB)'
+            for n, t in cols
+        )
+        # ADBC types a column by its first batch (and refuses another type later): a first
+        # row of the right types, dropped below, keeps a column whose first values are all
+        # NULL from being typed INT64.
+        first = ", ".join(("0" if t == "BIGINT" else "x''") + f' AS "{n}"' for n, t in cols)
+        sql = f'SELECT 1 AS nsys_first, {first} UNION ALL SELECT 0, {values} FROM "{table}"'
+        if not exact:
+            sql += f" WHERE ({reason}) IS NULL"
+        names = _names(cols)
+        decoded = ", ".join(f'"{n}"' if t == "BIGINT" else f'nsys_text("{n}")' for n, t in cols)
+        with self.src.cursor() as cur:
+            cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": str(ADBC_BATCH_ROWS)})
+            cur.execute(sql)
+            batches = cur.fetch_record_batch()
+            # A float or text in an integer column of the first batch widens its type.
+            if exact and any(
+                batches.schema.field(n).type != pa.int64() for n, t in cols if t == "BIGINT"
+            ):
+                return False
+            con.register("nsys_batches", batches)
+            try:
+                con.execute(
+                    f'INSERT INTO main."{table}" ({names}) '
+                    f"SELECT {decoded} FROM nsys_batches WHERE nsys_first = 0"
+                )
+            except (duckdb.Error, _adbc_error(), pa.ArrowException):
+                if exact:
+                    return False  # another type in a later batch: nothing was inserted
+                raise
+            finally:
+                con.unregister("nsys_batches")
+        if exact:
+            return True
+        with self.src.cursor() as cur:
+            cur.execute(
+                f'SELECT reason, count(*) FROM (SELECT {reason} AS reason FROM "{table}") '
+                "WHERE reason IS NOT NULL GROUP BY reason ORDER BY reason"
+            )
+            rows = cur.fetchall()
+        for reason_text, count in rows:
+            con.execute(f"INSERT INTO {LOAD_SKIPPED} VALUES (?, ?, ?)", [table, reason_text, count])
+        return True
 
 
 def _pick_loader(con: duckdb.DuckDBPyConnection) -> str:
@@ -436,40 +724,35 @@ def _copy_with_scanner(
     path: Path,
     schema: SourceSchema,
     tables: list[str],
+    adbc: _Adbc,
     progress: Progress | None,
 ) -> None:
+    """The typed scan (all threads) for tables declared as we load them; a table it refuses
+    (a value of another type, bytes that are not UTF-8) is read carefully instead. The scan
+    refuses every such value, so where it succeeds the careful read would skip nothing."""
+    import duckdb
+
     con.execute(f"ATTACH '{_sql_string(str(path.resolve()))}' AS nsys (TYPE sqlite, READ_ONLY)")
     try:
         for table in tables:
             if progress:
                 progress(table)
-            cols = _select_list(table, schema)
-            con.execute(f'INSERT INTO main."{table}" ({cols}) SELECT {cols} FROM nsys."{table}"')
+            cols = _wanted(table, schema)
+            if cols and table in schema.typed:
+                names = _names(cols)
+                values = ", ".join(
+                    f'"{n}"' if t == "BIGINT" else f"replace(\"{n}\", chr(0), '')" for n, t in cols
+                )
+                try:
+                    con.execute(
+                        f'INSERT INTO main."{table}" ({names}) SELECT {values} FROM nsys."{table}"'
+                    )
+                    continue
+                except (duckdb.Error, UnicodeDecodeError) as exc:
+                    # DuckDB's message may quote the raw bytes, which Python then fails to
+                    # decode: either way the careful read takes the table.
+                    if "locked" in str(exc):
+                        raise
+            adbc.copy(con, table, schema, exact=False)
     finally:
         con.execute("DETACH nsys")
-
-
-def _copy_with_adbc(
-    con: duckdb.DuckDBPyConnection,
-    path: Path,
-    schema: SourceSchema,
-    tables: list[str],
-    progress: Progress | None,
-) -> None:
-    import adbc_driver_sqlite.dbapi as adbc
-
-    uri = f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1"
-    with adbc.connect(uri) as src:
-        for table in tables:
-            if progress:
-                progress(table)
-            cols = _select_list(table, schema)
-            with src.cursor() as cur:
-                cur.adbc_statement.set_options(**{"adbc.sqlite.query.batch_rows": "65536"})
-                cur.execute(f'SELECT {cols} FROM "{table}"')
-                batches = cur.fetch_record_batch()
-                con.register("nsys_batches", batches)
-                try:
-                    con.execute(f'INSERT INTO "{table}" ({cols}) SELECT {cols} FROM nsys_batches')
-                finally:
-                    con.unregister("nsys_batches")

@@ -21,6 +21,7 @@ from nsysreport.sections.collectives import (
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, build_layers
+from nsysreport.sections.quality import NO_NOTES, DataQuality, build_quality
 from nsysreport.sections.steps import StepReport, StepStats, build_steps
 from nsysreport.sections.timeline import Timeline, build_timeline
 from nsysreport.sections.verdict import Bottleneck, bottleneck
@@ -73,6 +74,7 @@ class Report:
     ranks: tuple[RankInfo, ...] = ()  # several files: every GPU's rank, host and rank source
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
     capture: Capture | None = None  # what the capture recorded and what it lacks
+    quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
 
 
 def build_report(
@@ -120,6 +122,7 @@ def build_report(
         bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
         capture=capture,
+        quality=build_quality(con, file),
     )
 
 
@@ -155,6 +158,11 @@ def as_json(report: Report) -> dict[str, Any]:
         "ranks": [plain(r) for r in report.ranks],
         "alignment": _alignment(report.clocks),
         "capture": None if report.capture is None else plain(report.capture),
+        # Rows left out ({"file", "source", "reason", "count"}) and every note on guesses.
+        "skipped": [
+            {k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped
+        ],
+        "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
     }
 
 

@@ -26,6 +26,7 @@ from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
 from nsysreport.sections.kernels import KernelSummary
 from nsysreport.sections.layers import across_gpus
+from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.timeline import (
     DEFAULT_ACTIVITIES,
     EVERY_ACTIVITY,
@@ -268,6 +269,7 @@ def merge(
             gpus,
             kineto=all(p.kineto for p in parts),
         ),
+        quality=merge_quality((p.name, p.report.quality) for p in parts),
     )
 
 

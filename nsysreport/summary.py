@@ -46,6 +46,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             fmt_count(g.gaps.count),
         )
     console.print(table)
+    # Rows left out and guesses made: the numbers above rest on them, so they come first.
+    for note in report.quality.notes(with_file=len(report.traces) > 1):
+        console.print(f"[bold yellow]Note:[/] {note}", soft_wrap=True)
     if graphs:
         share = pct(
             sum(g.graph_opaque_ns for g in report.gpus), sum(g.span_ns for g in report.gpus)

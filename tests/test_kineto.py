@@ -245,3 +245,44 @@ def test_a_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
     count = "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"
     whole = open_trace(kineto("v100_ddp_rank1")).execute(count).fetchone()
     assert open_trace(split).execute(count).fetchone() == whole
+
+
+def test_kernels_without_ts_or_dur_are_counted_as_skipped_not_dropped(tmp_path: Path) -> None:
+    # Kernels [1000, 3000) and [5000, 6000) ns are usable; one lacks ts, one lacks dur.
+    events = [_kernel(1, 2), _kernel(5, 1), _kernel(None, 2), _kernel(8, None)]
+    events = [{k: v for k, v in e.items() if v is not None} for e in events]  # keys left out
+    con = open_trace(_write(tmp_path / "t.json", events))
+    (row,) = run_query(con, "gpu_breakdown").to_dicts()
+    assert row["kernel_count"] == 2 and row["busy_ns"] == 3000 and row["span_ns"] == 5000
+    assert con.sql("SELECT * FROM skipped_row").fetchall() == [
+        ("CUPTI_ACTIVITY_KIND_KERNEL", "no end time", 1),
+        ("CUPTI_ACTIVITY_KIND_KERNEL", "no start time", 1),
+    ]
+
+
+def test_a_kernel_without_a_name_keeps_its_time_under_a_placeholder(tmp_path: Path) -> None:
+    unnamed = _kernel(4, 1)
+    del unnamed["name"]
+    con = open_trace(_write(tmp_path / "t.json", [_kernel(1, 2), unnamed]))
+    rows = con.sql("SELECT name, class, unnamed, duration_ns FROM kernel ORDER BY start_ns")
+    assert rows.fetchall() == [
+        ("gemm_kernel", "gemm", False, 2000),
+        ("<unnamed kernel>", "other", True, 1000),
+    ]
+    notes = run_query(con, "data_quality").to_dicts()
+    assert notes == [
+        {
+            "kind": "kept",
+            "source": "CUPTI_ACTIVITY_KIND_KERNEL",
+            "reason": "no name: counted as compute",
+            "count": 1,
+        }
+    ]
+
+
+def test_a_name_that_is_not_utf8_loads_with_a_replacement_character(tmp_path: Path) -> None:
+    text = json.dumps({"traceEvents": [_kernel(1, 2, name="gemm_@")]}).encode()
+    path = tmp_path / "t.json"
+    path.write_bytes(text.replace(b"@", b"\xff\xfe"))
+    con = open_trace(path)
+    assert con.sql("SELECT name, class FROM kernel").fetchall() == [("gemm_\ufffd\ufffd", "gemm")]

@@ -4,6 +4,7 @@
 -- (its default). Each is the GPU time of one cudaGraphLaunch from its first node's start to its
 -- last node's end; the kernels inside are not recorded. `correlation_id` is the launching
 -- call's, so a launch joins its cudaGraphLaunch like any activity. See docs/export-format.md.
+-- Rows the analysis cannot use (unusable_row) are left out and counted in skipped_row.
 --
 -- Columns:
 --   graph_launch_id   BIGINT    row id in CUPTI_ACTIVITY_KIND_GRAPH_TRACE
@@ -33,3 +34,6 @@ SELECT
     g.graphExecId AS graph_exec_id,
     '[CUDA graph ' || coalesce(g.graphId::VARCHAR, '?') || ']' AS name
 FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g
+WHERE g.rowid NOT IN (
+    SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_GRAPH_TRACE'
+)

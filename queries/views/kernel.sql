@@ -1,9 +1,11 @@
 -- kernel: one row per CUDA kernel, with process, device, stream, times and class
 --
--- `pid` is (globalPid >> 24) & 0xFFFFFF, as NVIDIA's reports compute it. Rows with
--- end <= start are kept (they count as kernels) but carry no time in any analysis. A kernel
--- replayed from a CUDA graph under --cuda-graph-trace=node is an ordinary row with
--- graphNodeId (and, from nsys 2026.1, graphId) set; its correlationId is its cudaGraphLaunch's.
+-- `pid` is (globalPid >> 24) & 0xFFFFFF, as NVIDIA's reports compute it. Rows with end <= start
+-- are kept (they count as kernels) but carry no time in any analysis; rows the
+-- analysis cannot use (no start, duplicates, ...: unusable_row) are left out and counted in
+-- skipped_row. Names fall back as kernel_name says. A kernel replayed from a CUDA graph under
+-- --cuda-graph-trace=node is an ordinary row with graphNodeId (and, from nsys 2026.1, graphId)
+-- set; its correlationId is its cudaGraphLaunch's.
 --
 -- Columns:
 --   kernel_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_KERNEL
@@ -16,10 +18,12 @@
 --   end_ns           BIGINT    GPU end
 --   duration_ns      BIGINT    end_ns - start_ns
 --   name_id          BIGINT    StringIds id of the demangled name
---   name             VARCHAR   demangled kernel name
+--   name             VARCHAR   kernel name: demangled, else short, else mangled, else a
+--                              placeholder
 --   class            VARCHAR   comm, attention, gemm or other
 --   graph_node_id    BIGINT    graph node it ran as (node-level graph tracing), else NULL
 --   graph_id         BIGINT    graph it ran in (nsys 2026.1+, node-level tracing), else NULL
+--   unnamed          BOOLEAN   no name was found: the class is a guess (other)
 CREATE VIEW kernel AS
 SELECT
     k.rowid AS kernel_id,
@@ -35,6 +39,13 @@ SELECT
     n.name,
     n.class,
     k.graphNodeId AS graph_node_id,
-    k.graphId AS graph_id
+    k.graphId AS graph_id,
+    n.unnamed
 FROM CUPTI_ACTIVITY_KIND_KERNEL AS k
-JOIN kernel_name AS n ON n.name_id = k.demangledName
+JOIN kernel_name AS n
+    ON n.demangled_key = coalesce(k.demangledName, -1)
+    AND n.short_key = coalesce(k.shortName, -1)
+    AND n.mangled_key = coalesce(k.mangledName, -1)
+WHERE k.rowid NOT IN (
+    SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_KERNEL'
+)

@@ -2,20 +2,46 @@
 --
 -- Names are classified here, on the few hundred distinct names, never per kernel row: a trace
 -- of millions of kernels has only hundreds of names. Materialised (CREATE TABLE) when the trace
--- is opened, so the kernel view joins a small table instead of re-reading every kernel. The first matching rule (lowest priority)
--- wins; a name no rule matches is `other`. A name id missing from StringIds keeps a placeholder.
+-- is opened, so the kernel view joins a small table instead of re-reading every kernel. The
+-- first matching rule (lowest priority) wins; a name no rule matches is `other`.
+-- A kernel's name is its demangled name, else (NULL, missing from StringIds, or empty) its
+-- short name, else its mangled name. A kernel with none of them keeps a placeholder
+-- (`<kernel name ID>`, or `<unnamed kernel>` without an id) and class `other`: it still counts,
+-- but its class is a guess, which `unnamed` marks for the report's data-quality notes. A
+-- StringIds id listed twice reads as its smallest value, so no kernel is counted twice.
 --
 -- Columns:
---   name_id     BIGINT    StringIds id of the demangled name
---   name        VARCHAR   demangled kernel name
---   class       VARCHAR   comm, attention, gemm or other
+--   demangled_key   BIGINT    demangledName, -1 when NULL (the kernel view joins the keys)
+--   short_key       BIGINT    shortName, -1 when NULL
+--   mangled_key     BIGINT    mangledName, -1 when NULL
+--   name_id         BIGINT    StringIds id of the demangled name
+--   name            VARCHAR   kernel name (or its placeholder)
+--   unnamed         BOOLEAN   no name was found: the class is a guess
+--   class           VARCHAR   comm, attention, gemm or other
 CREATE TABLE kernel_name AS
-WITH ids AS (SELECT DISTINCT demangledName AS name_id FROM CUPTI_ACTIVITY_KIND_KERNEL)
+WITH ids AS (
+    SELECT DISTINCT demangledName, shortName, mangledName FROM CUPTI_ACTIVITY_KIND_KERNEL
+),
+strings AS (SELECT id, min(nullif(value, '')) AS value FROM StringIds GROUP BY id),
+named AS (
+    SELECT ids.*, coalesce(d.value, s.value, m.value) AS value
+    FROM ids
+    LEFT JOIN strings AS d ON d.id = ids.demangledName
+    LEFT JOIN strings AS s ON s.id = ids.shortName
+    LEFT JOIN strings AS m ON m.id = ids.mangledName
+)
 SELECT
-    ids.name_id,
-    coalesce(s.value, '<kernel name ' || ids.name_id || '>') AS name,
+    coalesce(named.demangledName, -1) AS demangled_key,
+    coalesce(named.shortName, -1) AS short_key,
+    coalesce(named.mangledName, -1) AS mangled_key,
+    named.demangledName AS name_id,
+    coalesce(
+        named.value,
+        CASE WHEN named.demangledName IS NULL THEN '<unnamed kernel>'
+            ELSE '<kernel name ' || named.demangledName || '>' END
+    ) AS name,
+    named.value IS NULL AS unnamed,
     coalesce(arg_min(r.class, r.priority), 'other') AS class
-FROM ids
-LEFT JOIN StringIds AS s ON s.id = ids.name_id
-LEFT JOIN kernel_class_rule AS r ON regexp_matches(s.value, r.pattern, 'i')
-GROUP BY ids.name_id, s.value
+FROM named
+LEFT JOIN kernel_class_rule AS r ON regexp_matches(named.value, r.pattern, 'i')
+GROUP BY named.demangledName, named.shortName, named.mangledName, named.value

@@ -2,7 +2,8 @@
 --
 -- Memsets are included with copy_kind `memset`, as NVIDIA's reports label them. Copy-kind
 -- labels come from ENUM_CUDA_MEMCPY_OPER when the export has it (schema 3.x), else from the
--- same fixed list (schema 2.x exports have no enum tables).
+-- same fixed list (schema 2.x exports have no enum tables). Rows the analysis cannot use
+-- (unusable_row) are left out and counted in skipped_row.
 --
 -- Columns:
 --   memcpy_id        BIGINT    row id within its source table
@@ -41,10 +42,16 @@ copies AS (
     FROM CUPTI_ACTIVITY_KIND_MEMCPY AS m
     LEFT JOIN ENUM_CUDA_MEMCPY_OPER AS e ON e.id = m.copyKind
     LEFT JOIN fallback_kind AS f ON f.id = m.copyKind
+    WHERE m.rowid NOT IN (
+        SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_MEMCPY'
+    )
     UNION ALL
     SELECT rowid, 'memset', globalPid, deviceId, streamId, correlationId, start, "end", bytes,
         'memset'
     FROM CUPTI_ACTIVITY_KIND_MEMSET
+    WHERE rowid NOT IN (
+        SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_MEMSET'
+    )
 )
 SELECT
     memcpy_id,

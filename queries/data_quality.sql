@@ -1,0 +1,33 @@
+-- data_quality: the rows the analysis left out, and the rows it counts with a caveat
+--
+-- `skipped`: skipped_row (rows the load could not type, GPU rows the base views leave out).
+-- `kept`: rows counted but not as they claim: kernels with no name at all (kernel_name),
+-- counted as compute (class other); GPU rows that end before they start, counted with no
+-- time (METRICS.md).
+--
+-- Columns:
+--   kind     VARCHAR   skipped or kept
+--   source   VARCHAR   raw table the rows come from, e.g. CUPTI_ACTIVITY_KIND_KERNEL
+--   reason   VARCHAR   why they were skipped, or the caveat
+--   count    BIGINT    how many rows
+SELECT kind, source, reason, count
+FROM (
+    SELECT 'skipped' AS kind, source, reason, count FROM skipped_row
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_KERNEL', 'no name: counted as compute', count(*)
+    FROM kernel
+    WHERE unnamed
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_KERNEL', 'end before start: counted, with no time',
+        count(*)
+    FROM kernel
+    WHERE end_ns < start_ns
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_' || upper(source),
+        'end before start: counted, with no time', count(*)
+    FROM memcpy
+    WHERE end_ns < start_ns
+    GROUP BY source
+)
+WHERE count > 0
+ORDER BY kind DESC, source, reason

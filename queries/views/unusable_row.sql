@@ -1,0 +1,103 @@
+-- unusable_row: each kernel, memcpy, memset and graph launch row the analysis cannot use, and why
+--
+-- Materialised (CREATE TABLE) when the trace is opened. The base views (kernel, memcpy) leave
+-- out exactly these rows (graph_launch too) and skipped_row counts them: the predicate is written once, here.
+-- Reasons, the first that applies: `no start time`, `no end time`, `no device id`,
+-- `no process id` (NULL where a time or a GPU is needed); `negative time`;
+-- `time outside the capture`: a duration, or a distance from the median start, beyond 10x the
+-- capture duration (ANALYSIS_DETAILS.duration) or, without one, beyond 1e15 ns (11.6 days) -
+-- no capture holds such a value (an end of INT64_MAX, say); `duplicate row`: identical to
+-- another row of its table (start, end, device, stream, correlation id, process, and the
+-- name ids or bytes), whose first copy is kept. Rows with end <= start are usable: they count
+-- (kernel_count) but carry no time, as METRICS.md says; data_quality notes the ones that end
+-- before they start.
+-- A new GPU table adds its rows to `gpu_rows`.
+--
+-- Columns:
+--   source   VARCHAR   raw table: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET or _GRAPH_TRACE
+--   row_id   BIGINT    rowid in that table
+--   reason   VARCHAR   why the row is left out
+CREATE TABLE unusable_row AS
+WITH gpu_rows AS NOT MATERIALIZED (
+    SELECT 'CUPTI_ACTIVITY_KIND_KERNEL' AS source, rowid AS row_id, start, "end", deviceId,
+        streamId, correlationId, globalPid, demangledName AS what, shortName AS what_2,
+        mangledName AS what_3
+    FROM CUPTI_ACTIVITY_KIND_KERNEL
+    UNION ALL
+    SELECT 'CUPTI_ACTIVITY_KIND_MEMCPY', rowid, start, "end", deviceId, streamId,
+        correlationId, globalPid, bytes, copyKind, NULL
+    FROM CUPTI_ACTIVITY_KIND_MEMCPY
+    UNION ALL
+    SELECT 'CUPTI_ACTIVITY_KIND_MEMSET', rowid, start, "end", deviceId, streamId,
+        correlationId, globalPid, bytes, NULL, NULL
+    FROM CUPTI_ACTIVITY_KIND_MEMSET
+    UNION ALL
+    SELECT 'CUPTI_ACTIVITY_KIND_GRAPH_TRACE', rowid, start, "end", deviceId, streamId,
+        correlationId, globalPid, graphId, graphExecId, NULL
+    FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+),
+limits AS (
+    -- As BIGINT, clamped: the checks below then compare plain integers and cannot overflow.
+    SELECT least(span, 9223372036854775807)::BIGINT AS span,
+        greatest(median_start - span, -9223372036854775808)::BIGINT AS lowest_start,
+        least(median_start + span, 9223372036854775807)::BIGINT AS highest_start
+    FROM (
+        SELECT
+            coalesce(
+                (SELECT 10 * max(duration)::HUGEINT FROM ANALYSIS_DETAILS WHERE duration > 0),
+                1000000000000000
+            ) AS span,
+            (SELECT quantile_disc(start, 0.5) FROM gpu_rows)::HUGEINT AS median_start
+    )
+),
+checked AS NOT MATERIALIZED (
+    SELECT g.source, g.row_id, CASE
+        WHEN g.start IS NULL THEN 'no start time'
+        WHEN g."end" IS NULL THEN 'no end time'
+        WHEN g.deviceId IS NULL THEN 'no device id'
+        WHEN g.globalPid IS NULL THEN 'no process id'
+        WHEN g.start < 0 OR g."end" < 0 THEN 'negative time'
+        -- Both are >= 0 here, so end - start cannot overflow.
+        WHEN g."end" - g.start > l.span
+            OR g.start NOT BETWEEN l.lowest_start AND l.highest_start
+            THEN 'time outside the capture'
+    END AS reason,
+        -- Duplicates are found by one hash of the row (one 64-bit key groups fast), then
+        -- confirmed column by column: a hash collision is never taken for a duplicate.
+        hash(
+            g.source, g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+            g.what, g.what_2, g.what_3
+        ) AS row_hash
+    FROM gpu_rows AS g, limits AS l
+),
+suspects AS (
+    -- Rows identical to another have the same reason: only usable rows get here.
+    SELECT g.*
+    FROM gpu_rows AS g
+    WHERE hash(
+            g.source, g.start, g."end", g.deviceId, g.streamId, g.correlationId, g.globalPid,
+            g.what, g.what_2, g.what_3
+        ) IN (
+            SELECT row_hash FROM checked WHERE reason IS NULL
+            GROUP BY row_hash HAVING count(*) > 1
+        )
+),
+copies AS (
+    SELECT source, start, "end", deviceId, streamId, correlationId, globalPid, what, what_2,
+        what_3, min(row_id) AS kept
+    FROM suspects
+    GROUP BY ALL
+    HAVING count(*) > 1
+)
+SELECT source, row_id, reason FROM checked WHERE reason IS NOT NULL
+UNION ALL
+SELECT u.source, u.row_id, 'duplicate row'
+FROM suspects AS u
+JOIN copies AS c
+    ON c.source = u.source AND c.start = u.start AND c."end" = u."end"
+    AND c.deviceId = u.deviceId AND c.globalPid = u.globalPid
+    AND c.streamId IS NOT DISTINCT FROM u.streamId
+    AND c.correlationId IS NOT DISTINCT FROM u.correlationId
+    AND c.what IS NOT DISTINCT FROM u.what AND c.what_2 IS NOT DISTINCT FROM u.what_2
+    AND c.what_3 IS NOT DISTINCT FROM u.what_3
+WHERE u.row_id <> c.kept
