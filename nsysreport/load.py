@@ -224,9 +224,7 @@ def load_into(
     # Which tables the file has, for what the report can say about the capture (GPU metrics
     # are sampled into tables the analysis does not load).
     names = sorted(schema.tables - KINETO_SCHEMA.tables)
-    con.execute(
-        "CREATE TABLE source_table AS SELECT unnest($names::VARCHAR[]) AS name", {"names": names}
-    )
+    con.execute("INSERT INTO source_table SELECT unnest($names::VARCHAR[])", {"names": names})
     if progress:
         progress("deriving timelines")
     create_views(con, patterns)
@@ -504,7 +502,8 @@ def copy_tables(
                     if not (table in schema.typed and adbc.copy(con, table, schema, exact=True)):
                         adbc.copy(con, table, schema, exact=False)
     except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
-        raise TraceError(_unreadable(path, exc)) from None
+        # Chained: the cache tells a failure of its own disk from one of the trace by the cause.
+        raise TraceError(_unreadable(path, exc)) from exc
     return loader
 
 
@@ -521,11 +520,12 @@ def _unreadable(path: Path, exc: BaseException) -> str:
 
 def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Every raw table, empty, with the columns the views read (absent ones stay empty), and
-    the table of rows the load could not type."""
+    the tables of rows the load could not type and of the file's table names."""
     for table, cols in RAW_TABLES.items():
         defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
         con.execute(f'CREATE TABLE "{table}" ({defs})')
     con.execute(f"CREATE TABLE {LOAD_SKIPPED} (source VARCHAR, reason VARCHAR, count BIGINT)")
+    con.execute("CREATE TABLE source_table (name VARCHAR)")  # every table of the trace file
 
 
 def safe_text(data: bytes) -> str:

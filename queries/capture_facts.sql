@@ -25,7 +25,7 @@
 --   graph_kernels_no_origin  BIGINT    of those, kernels whose node creation is not in the trace
 --   gpu_metrics              BOOLEAN   the file holds GPU metric samples
 SELECT
-    (SELECT count(*) FROM activity) AS activities,
+    a.activities,
     (SELECT count(*) FROM launch) AS api_calls,
     (SELECT count(*) FROM activity AS a
         WHERE (SELECT count(*) FROM launch) > 0
@@ -51,4 +51,6 @@ SELECT
         AS graph_kernels_no_origin,
     EXISTS (SELECT 1 FROM source_table WHERE name IN ('GPU_METRICS', 'TARGET_INFO_GPU_METRICS'))
         AS gpu_metrics
-ORDER BY activities
+FROM (SELECT count(*) AS activities FROM activity) AS a
+WHERE a.activities > 0  -- a trace with no GPU activity has nothing to describe: no row
+ORDER BY a.activities

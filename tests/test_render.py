@@ -49,6 +49,7 @@ MAIN_SECTIONS = (
     "Collectives and stragglers",
     "Idle gaps",
     "Top kernels by class",
+    "Capture",
 )
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"

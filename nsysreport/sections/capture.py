@@ -73,7 +73,11 @@ def read_facts(con: duckdb.DuckDBPyConnection) -> CaptureFacts:
     """The counts of one loaded trace."""
     from nsysreport.queries import run_query
 
-    return CaptureFacts(**run_query(con, "capture_facts").to_dicts()[0])
+    rows = run_query(con, "capture_facts").to_dicts()
+    if not rows:  # no GPU activity: nothing recorded
+        counts = {f.name: 0 for f in fields(CaptureFacts) if f.name != "gpu_metrics"}
+        return CaptureFacts(**counts, gpu_metrics=False)
+    return CaptureFacts(**rows[0])
 
 
 def summed(facts: Sequence[CaptureFacts]) -> CaptureFacts:
