@@ -499,3 +499,17 @@ def test_compare_splits_the_loss_into_a_graph_part_only_when_a_configuration_has
     # ideal 500 per GPU; graphs: compute 500 - 250, opaque 300 - 0, idle 200 - 250
     assert loss["graph_opaque_ns"] == 300 and loss["compute_ns"] == 250 and loss["idle_ns"] == -50
     assert sum(v for k, v in loss.items() if k != "total_ns") == loss["total_ns"]
+
+
+def test_graphs_holding_most_of_the_time_lead_the_verdict_and_the_rest_is_judged_after(
+    write_and_open: Any, tmp_path: Path
+) -> None:
+    # gemm [100,200); graph [200,500): span 400 = compute 100 (25%) + graph opaque 300 (75%);
+    # no comm, copies or idle: the recorded time is all compute
+    con = write_and_open(
+        Scenario(kernels=[Kernel(100, 200, GEMM)], graph_launches=[GraphLaunch(200, 500)])
+    )
+    verdict = build_report(con, tmp_path / "t.sqlite").bottleneck
+    assert verdict.summary.startswith("75.0% of the GPU time is inside 1 CUDA graph launches")
+    assert "Of the time the trace does record: Compute-bound" in verdict.summary
+    assert (verdict.stage, verdict.share_pct, verdict.graph_opaque_pct) == ("compute", 25.0, 75.0)

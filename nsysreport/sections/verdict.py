@@ -58,7 +58,8 @@ def bottleneck(
         "host": parts["host"],
     }
     compute_pct = pct(compute, span) or 0.0
-    if compute_pct >= COMPUTE_BOUND_PCT:
+    # Nothing besides compute costs any time (the rest is inside CUDA graphs, say): compute.
+    if compute_pct >= COMPUTE_BOUND_PCT or not any(parts.values()):
         stage, share = "compute", compute_pct
     else:
         stage = max(parts, key=lambda k: parts[k])
@@ -79,7 +80,13 @@ def bottleneck(
     if any(g.graph_launches for g in gpus):
         graph_pct = pct(sum(g.graph_opaque_ns for g in gpus), span) or 0.0
         if graph_pct >= GRAPH_NOTE_PCT:
-            sentence += " " + graph_note(graph_pct, sum(g.graph_launches for g in gpus))
+            note = graph_note(graph_pct, sum(g.graph_launches for g in gpus))
+            # When the graphs hold more of the time than the stage named, they come first: the
+            # verdict is then about the smaller part of the time that the trace does record.
+            if graph_pct > share:
+                sentence = note + " Of the time the trace does record: " + sentence
+            else:
+                sentence += " " + note
     return Bottleneck(stage, share, gain, straggler, sentence, graph_pct)
 
 
