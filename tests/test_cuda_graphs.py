@@ -513,3 +513,17 @@ def test_graphs_holding_most_of_the_time_lead_the_verdict_and_the_rest_is_judged
     assert verdict.summary.startswith("75.0% of the GPU time is inside 1 CUDA graph launches")
     assert "Of the time the trace does record: Compute-bound" in verdict.summary
     assert (verdict.stage, verdict.share_pct, verdict.graph_opaque_pct) == ("compute", 25.0, 75.0)
+
+
+def test_an_unusable_graph_launch_row_is_left_out_and_counted(tmp_path: Path) -> None:
+    # graph [100,300) and graph [400,500), then the second one starts at a negative time
+    path = write_trace(
+        Scenario(graph_launches=[GraphLaunch(100, 300), GraphLaunch(400, 500)]),
+        tmp_path / "t.sqlite",
+    )
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE CUPTI_ACTIVITY_KIND_GRAPH_TRACE SET start = -400 WHERE start = 400")
+    report = build_report(open_trace(path), path)
+    (gpu,) = report.gpus
+    assert (gpu.span_ns, gpu.graph_ns, gpu.graph_launches) == (200, 200, 1)
+    assert "1 CUDA graph launch skipped: negative time" in as_json(report)["data_quality"]
