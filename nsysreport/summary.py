@@ -61,7 +61,10 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     _print_clocks(console, report)
     if report.capture is not None and report.capture.hints:
         lacks = ", ".join(TOPIC_LABELS[h.topic] for h in report.capture.hints)
-        console.print(f"Capture: {lacks} (the report's Capture section says how to record them)")
+        console.print(
+            f"Capture: {lacks} (the report's Capture section says how to record them)",
+            soft_wrap=True,
+        )
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:
         console.print("Layers with the most exposed communication (mean per GPU):")

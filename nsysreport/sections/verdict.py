@@ -67,7 +67,8 @@ def bottleneck(
     gain = pct(gains[stage], span) or 0.0
     straggler = _straggler(stragglers, gpus)
     where = "the GPU" if len(gpus) == 1 else f"the {len(gpus)} GPUs"
-    sentence = _SENTENCES[stage].format(share=share, gain=gain, where=where)
+    sit = "sits" if len(gpus) == 1 else "sit"
+    sentence = _SENTENCES[stage].format(share=share, gain=gain, where=where, sit=sit)
     if stage == "communication":
         sentence += _dominant_op(collectives, len(gpus)) + _worst_layer(layers)
     if straggler is not None:
@@ -114,7 +115,7 @@ _SENTENCES = {
         "memcpy with no kernel running; hiding the copies would cut the span by {gain:.1f}%."
     ),
     "host": (
-        "The host is the bottleneck: {where} sit idle {share:.1f}% of the time waiting for "
+        "The host is the bottleneck: {where} {sit} idle {share:.1f}% of the time waiting for "
         "kernel launches or synchronisation; removing the idle time would cut the span by "
         "{gain:.1f}%."
     ),
