@@ -69,6 +69,7 @@ def cache_path(trace: Path, patterns: Patterns) -> Path:
     try:
         stat = trace.stat()
         content = _content_digest(trace, stat.st_size)
+        logs = _logs_beside(trace)
     except OSError as exc:
         raise TraceError(f"{trace}: cannot read it ({exc.strerror})") from None
     where = _digest(str(trace.resolve()))
@@ -77,6 +78,7 @@ def cache_path(trace: Path, patterns: Patterns) -> Path:
         str(stat.st_size),
         str(stat.st_mtime_ns),
         content,
+        *logs,
         str(CACHE_FORMAT),
         __version__,
         repr(patterns),
@@ -112,6 +114,21 @@ def _content_digest(path: Path, size: int) -> str:
         f.seek(max(size - EDGE_BYTES, 0))
         sha.update(f.read(EDGE_BYTES))
     return sha.hexdigest()[:16]
+
+
+def _logs_beside(trace: Path) -> list[str]:
+    """Size, mtime and sampled content of a -wal or -journal beside the trace: the loader reads
+    the trace with its log applied (load.py), so a log that appears or grows is new content."""
+    parts = []
+    for suffix in ("-wal", "-journal"):
+        log = trace.with_name(trace.name + suffix)
+        try:
+            stat = log.stat()
+        except FileNotFoundError:
+            continue
+        parts += [suffix, str(stat.st_size), str(stat.st_mtime_ns)]
+        parts.append(_content_digest(log, stat.st_size))
+    return parts
 
 
 @cache

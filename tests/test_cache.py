@@ -7,6 +7,7 @@ import json
 import os
 import pickle
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -455,3 +456,32 @@ def test_a_killed_build_s_temporaries_are_kept_while_it_runs_and_removed_once_it
     open_trace(write_trace(Scenario(kernels=[Kernel(0, 70, GEMM)]), tmp_path / "third.sqlite"),
                cache=True)  # fmt: skip
     assert list(isolated_cache.glob(".*")) == []
+
+
+def test_a_write_ahead_log_that_appears_beside_the_trace_misses_the_cache(
+    tmp_path: Path, isolated_cache: Path
+) -> None:
+    # gemm [0,100), nccl [100,180); then a log beside it adds a gemm [400,450): span 450
+    folder = tmp_path / "input"
+    folder.mkdir()
+    source = write_trace(
+        Scenario(kernels=[Kernel(0, 100, GEMM), Kernel(100, 180, NCCL)]), tmp_path / "w.sqlite"
+    )
+    trace = folder / "t.sqlite"
+    shutil.copyfile(source, trace)
+    (before,) = run_query(open_trace(trace, cache=True), "gpu_breakdown").to_dicts()
+    con = sqlite3.connect(source)
+    con.execute("PRAGMA journal_mode = WAL")
+    con.execute("PRAGMA wal_autocheckpoint = 0")
+    kernels = "CUPTI_ACTIVITY_KIND_KERNEL"
+    con.execute(f"INSERT INTO {kernels} SELECT * FROM {kernels} WHERE start = 0")
+    con.execute(
+        f'UPDATE {kernels} SET start = 400, "end" = 450 WHERE rowid = '
+        f"(SELECT max(rowid) FROM {kernels})"
+    )
+    con.commit()
+    shutil.copyfile(f"{source}-wal", folder / "t.sqlite-wal")  # the log as a crash leaves it
+    con.close()
+    (after,) = run_query(open_trace(trace, cache=True), "gpu_breakdown").to_dicts()
+    assert (before["span_ns"], before["kernel_count"]) == (180, 2)
+    assert (after["span_ns"], after["kernel_count"]) == (450, 3)
