@@ -296,6 +296,7 @@ def test_kernels_with_no_name_count_as_compute_and_the_report_says_so(tmp_path: 
         ('"end" = NULL', "no end time"),
         ("globalPid = NULL", "no process id"),
         ("deviceId = NULL", "no device id"),
+        ("deviceId = -5", "negative device id"),  # else a phantom GPU of one all-reduce
         ('"end" = 9223372036854775807', "time outside the capture"),
         ("start = -9223372036854775808", "negative time"),
         ('"end" = -9223372036854775808', "negative time"),
@@ -331,6 +332,20 @@ def test_a_kernel_that_ends_before_it_starts_counts_with_no_time_and_is_noted(
     assert row["kernel_count"] == 2 and row["comm_ns"] == 0 and row["busy_ns"] == 140
     report = build_report(open_trace(path), path)
     assert report.quality.notes() == ("1 kernel with end before start: counted, with no time",)
+
+
+def test_a_memcpy_that_ends_before_it_starts_counts_with_no_time_and_is_noted(
+    tmp_path: Path,
+) -> None:
+    def mutate(con: sqlite3.Connection) -> None:  # the copy [300, 340) swapped: [340, 300)
+        con.execute('UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 340, "end" = 300')
+
+    path = trace(tmp_path, mutate)
+    (row,) = numbers(path)
+    # Without the copy the GPU ends at 250: span 150 (from 100), busy 150, idle 0.
+    assert row["memcpy_ns"] == 0 and (row["span_ns"], row["busy_ns"]) == (150, 150)
+    report = as_json(build_report(open_trace(path), path))
+    assert report["data_quality"] == ["1 memcpy with end before start: counted, with no time"]
 
 
 def test_exact_duplicate_kernel_rows_are_counted_once(
