@@ -280,6 +280,29 @@ def test_a_kernel_without_a_name_keeps_its_time_under_a_placeholder(tmp_path: Pa
     ]
 
 
+@pytest.mark.parametrize("name", [-1, True, [1], {"a": 1}])
+def test_a_name_that_is_not_a_string_is_no_name(tmp_path: Path, name: Any) -> None:
+    odd = {**_kernel(4, 1), "name": name}  # read as text, "-1" would be a kernel named -1
+    con = open_trace(_write(tmp_path / "t.json", [_kernel(1, 2), odd]))
+    rows = con.sql("SELECT name, class, unnamed FROM kernel ORDER BY start_ns").fetchall()
+    assert rows == [("gemm_kernel", "gemm", False), ("<unnamed kernel>", "other", True)]
+
+
+def test_gpu_events_without_a_category_or_not_complete_are_counted_as_skipped(
+    tmp_path: Path,
+) -> None:
+    # The kernel [1000, 3000) ns is usable; [5000, 6000) has no cat, [8000, 9000) no ph.
+    no_cat, no_ph = _kernel(5, 1), _kernel(8, 1)
+    del no_cat["cat"], no_ph["ph"]
+    con = open_trace(_write(tmp_path / "t.json", [_kernel(1, 2), no_cat, no_ph]))
+    (row,) = run_query(con, "gpu_breakdown").to_dicts()
+    assert row["kernel_count"] == 1 and row["busy_ns"] == 2000
+    assert con.sql("SELECT * FROM skipped_row").fetchall() == [
+        ("traceEvents", "GPU event that is not a complete event (ph X)", 1),
+        ("traceEvents", "complete event (ph X) with no cat", 1),
+    ]
+
+
 def test_a_name_that_is_not_utf8_loads_with_a_replacement_character(tmp_path: Path) -> None:
     text = json.dumps({"traceEvents": [_kernel(1, 2, name="gemm_@")]}).encode()
     path = tmp_path / "t.json"

@@ -296,7 +296,10 @@ def test_kernels_with_no_name_count_as_compute_and_the_report_says_so(tmp_path: 
         ('"end" = NULL', "no end time"),
         ("globalPid = NULL", "no process id"),
         ("deviceId = NULL", "no device id"),
-        ("deviceId = -5", "negative device id"),  # else a phantom GPU of one all-reduce
+        ("deviceId = -5", "device id out of range"),  # else a phantom GPU of one all-reduce
+        ("deviceId = 9223372036854775807", "device id out of range"),
+        ("globalPid = -1234567", "not a process id"),  # else a phantom process
+        ("globalPid = globalPid + 7", "not a process id"),  # thread bits: no launch joins it
         ('"end" = 9223372036854775807', "time outside the capture"),
         ("start = -9223372036854775808", "negative time"),
         ('"end" = -9223372036854775808', "negative time"),
