@@ -296,6 +296,7 @@ def test_kernels_with_no_name_count_as_compute_and_the_report_says_so(tmp_path: 
         ('"end" = NULL', "no end time"),
         ("globalPid = NULL", "no process id"),
         ("deviceId = NULL", "no device id"),
+        ("streamId = NULL", "no stream id"),  # the timeline has no lane for it
         ("deviceId = -5", "device id out of range"),  # else a phantom GPU of one all-reduce
         ("deviceId = 9223372036854775807", "device id out of range"),
         ("globalPid = -1234567", "not a process id"),  # else a phantom process
@@ -335,6 +336,16 @@ def test_a_kernel_that_ends_before_it_starts_counts_with_no_time_and_is_noted(
     assert row["kernel_count"] == 2 and row["comm_ns"] == 0 and row["busy_ns"] == 140
     report = build_report(open_trace(path), path)
     assert report.quality.notes() == ("1 kernel with end before start: counted, with no time",)
+
+
+def test_a_launch_call_with_a_negative_thread_id_changes_no_number(tmp_path: Path) -> None:
+    def mutate(con: sqlite3.Connection) -> None:  # its process: the top bits, no shift of -1
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = -1")
+
+    path = trace(tmp_path, mutate)
+    (row,) = numbers(path)
+    assert {k: row[k] for k in NUMBERS} == CLEAN
+    build_report(open_trace(path), path)  # every query runs (launch, activity_step)
 
 
 def test_a_memcpy_that_ends_before_it_starts_counts_with_no_time_and_is_noted(

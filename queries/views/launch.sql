@@ -19,7 +19,8 @@ SELECT
     r.rowid AS launch_id,
     (r.globalTid >> 24) & 16777215 AS pid,
     r.globalTid & 16777215 AS tid,
-    (r.globalTid >> 24) << 24 AS global_pid,
+    -- NVIDIA's mask 0xFFFFFFFFFF000000 as a BIGINT: no shift, which a negative id would fail.
+    r.globalTid & -16777216 AS global_pid,
     r.globalTid AS global_tid,
     r.correlationId AS correlation_id,
     r.start AS start_ns,
