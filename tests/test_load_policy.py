@@ -338,6 +338,23 @@ def test_a_kernel_that_ends_before_it_starts_counts_with_no_time_and_is_noted(
     assert report.quality.notes() == ("1 kernel with end before start: counted, with no time",)
 
 
+def test_lookup_tables_with_every_id_twice_count_no_row_twice(tmp_path: Path) -> None:
+    def mutate(con: sqlite3.Connection) -> None:
+        for table in ("ENUM_CUDA_MEMCPY_OPER", "StringIds"):
+            loosen(con, table)  # a primary key would refuse the copies
+            con.execute(f"INSERT INTO {table} SELECT * FROM {table}")
+
+    path = trace(tmp_path, mutate)
+    con = open_trace(path)
+    (row,) = numbers(path)
+    assert {k: row[k] for k in NUMBERS} == CLEAN  # one copy [300, 340), not two
+    assert con.sql("SELECT count(*) FROM memcpy").fetchone() == (1,)
+    launches = con.sql("SELECT count(*), count(DISTINCT launch_id) FROM launch").fetchone()
+    assert launches is not None and launches[0] == launches[1] > 0
+    ranges = con.sql("SELECT count(*), count(DISTINCT range_id) FROM nvtx_range").fetchone()
+    assert ranges == (1, 1)  # the step range once
+
+
 def test_a_launch_call_with_a_negative_thread_id_changes_no_number(tmp_path: Path) -> None:
     def mutate(con: sqlite3.Connection) -> None:  # its process: the top bits, no shift of -1
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = -1")

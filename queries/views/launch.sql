@@ -27,5 +27,7 @@ SELECT
     r."end" AS end_ns,
     regexp_replace(coalesce(s.value, '<api ' || r.nameId || '>'), '_v[0-9]+$', '') AS name
 FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
-LEFT JOIN StringIds AS s ON s.id = r.nameId
+-- An id listed twice reads as its smallest value (kernel_name): no call counted twice.
+LEFT JOIN (SELECT id, min(value) AS value FROM StringIds GROUP BY id) AS s
+    ON s.id = r.nameId
 WHERE coalesce(r.eventClass, 0) IN (0, 1)

@@ -3,10 +3,11 @@
 -- Materialised (CREATE TABLE) when the trace is opened. The base views (kernel, memcpy) leave
 -- out exactly these rows (graph_launch too) and skipped_row counts them: the predicate is written once, here.
 -- Reasons, the first that applies: `no start time`, `no end time`, `no device id`,
--- `no process id`, `no stream id` (NULL where a time, a GPU or its lane is needed); `negative time`; `device id out of
--- range` (CUPTI's device ids are 32-bit unsigned: -5 or INT64_MAX is no GPU, and would report a
--- phantom one); `not a process id`: a globalPid that is negative or has thread bits (the low 24)
--- set, which no export writes (NSYS_SCHEMA.md 4.1) and no launch joins;
+-- `no process id`, `no stream id` (NULL where a time, a GPU or its lane is needed);
+-- `negative time`; `device id out of range` (CUPTI's device ids are 32-bit unsigned: -5 or
+-- INT64_MAX is no GPU, and would report a phantom one); `not a process id`: a globalPid that
+-- is negative or has thread bits (the low 24) set, which no export writes (NSYS_SCHEMA.md 4.1)
+-- and no launch joins;
 -- `time outside the capture`: a duration, or a distance from the median start, beyond 10x the
 -- capture duration (ANALYSIS_DETAILS.duration) or, without one, beyond 1e15 ns (11.6 days) -
 -- no capture holds such a value (an end of INT64_MAX, say); `duplicate row`: identical to
