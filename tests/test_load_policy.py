@@ -257,6 +257,21 @@ def test_a_kernel_without_its_demangled_name_falls_back_to_the_short_name(tmp_pa
     ]
 
 
+def test_a_demangled_name_of_bytes_that_spell_nothing_falls_back_to_the_short_name(
+    tmp_path: Path,
+) -> None:
+    def mutate(con: sqlite3.Connection) -> None:
+        # The all-reduce's demangled name becomes the bytes 00 ff 10: read as U+FFFD and a
+        # control character, which name nothing; its short name still does.
+        (name_id,) = con.execute(f"SELECT demangledName FROM {KERNEL} WHERE start = 150").fetchone()
+        con.execute("UPDATE StringIds SET value = X'00ff10' WHERE id = ?", [name_id])
+
+    assert _names_of(trace(tmp_path, mutate)) == [
+        (GEMM, "gemm", False),
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "comm", False),
+    ]
+
+
 def test_empty_names_fall_back_to_the_mangled_name_then_a_placeholder(tmp_path: Path) -> None:
     def mutate(con: sqlite3.Connection) -> None:
         # Demangled and short names empty: the all-reduce keeps its mangled name (comm), the
