@@ -367,6 +367,8 @@ def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
         )
     except sqlite3.DatabaseError as exc:
         raise TraceError(f"{path}: is corrupt ({_reason(exc)}); copy or export it again") from None
+    except UnicodeDecodeError:  # a table's or column's name in the schema is not text any more
+        raise TraceError(f"{path}: is corrupt ({NOT_UTF8}); copy or export it again") from None
     finally:
         src.close()
     typed = frozenset(t for t, cols in declared.items() if _declared_as_loaded(t, cols))
@@ -520,11 +522,16 @@ def _unreadable(path: Path, exc: BaseException) -> str:
     return f"{path}: could not be read ({_reason(exc)}); copy or export it again"
 
 
+NOT_UTF8 = "its schema holds bytes that are not UTF-8"
+
+
 def _reason(exc: BaseException) -> str:
     """SQLite's reason, first line only; of a damaged schema only which table's, since the rest
     quotes the schema's SQL or its damaged bytes ("unrecognized token: ...")."""
     text = str(exc).strip()
     first = (text.splitlines()[0] if text else type(exc).__name__).removeprefix("[SQLite] ")
+    if first.startswith("Could not decode to UTF-8"):  # Python's sqlite3, quoting the bytes
+        return NOT_UTF8
     schema = re.match(r".*?malformed database schema(?: \([^)]*\))?", first)
     return schema.group(0) if schema else first
 

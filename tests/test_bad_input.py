@@ -201,3 +201,23 @@ def test_a_folder_that_may_not_be_searched_is_one_line(
     monkeypatch.setattr(Path, "stat", refuse)
     code, stderr = run_report(trace, out_dir)
     assert_one_line_error(code, stderr, f"{trace}: cannot read it (Permission denied)")
+
+
+def test_a_schema_with_bytes_that_are_not_utf8_is_corrupt_in_one_line(
+    tmp_path: Path, out_dir: Path
+) -> None:
+    from nsysreport.synth import Kernel, Scenario, write_trace
+
+    trace = write_trace(Scenario(kernels=[Kernel(0, 100, "gemm")]), tmp_path / "bytes.sqlite")
+    con = sqlite3.connect(trace)
+    con.execute("PRAGMA writable_schema = ON")  # a flipped bit in a column's name: byte 0xc9
+    con.execute(
+        "UPDATE sqlite_master SET sql = replace(sql, 'streamId', 'stream' || CAST(X'c9' AS TEXT))"
+        " WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'"
+    )
+    con.commit()
+    con.close()
+    assert_one_line_error(
+        *run_report(trace, out_dir),
+        f"{trace}: is corrupt (its schema holds bytes that are not UTF-8); copy",
+    )
