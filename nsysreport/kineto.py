@@ -238,23 +238,24 @@ def is_kineto(path: Path) -> bool:
     return path.name.lower().endswith(SUFFIXES)
 
 
-def _document_bytes(path: Path, count: bool = False) -> int:
-    """The JSON document's size: the file's, or for gzip the size its footer records (the last
-    member's, mod 2^32); with `count`, or when the footer cannot be right, read and counted."""
-    size = path.stat().st_size
-    if not path.name.lower().endswith(".gz") or size < 18:
-        return size
-    with path.open("rb") as f:
-        f.seek(-4, 2)
-        recorded = int.from_bytes(f.read(4), "little")
-    if recorded >= size and not count:
-        return recorded
+def _document_bytes(path: Path) -> int:
+    """The JSON document's size: the file's, or for gzip the decompressed size, read and
+    counted. The footer's size would save the read, but only the read checks every member to
+    its trailer: DuckDB reads a member cut inside its CRC and size without a word."""
+    if not path.name.lower().endswith(".gz"):
+        return path.stat().st_size
     import gzip
+    import zlib
 
     total = 0
-    with gzip.open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            total += len(chunk)
+    try:
+        with gzip.open(path, "rb") as f:
+            while chunk := f.read(1 << 24):
+                total += len(chunk)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise TraceError(
+            f"{path}: is not a readable PyTorch profiler trace (gzip: {exc}); {NEXT_STEP}"
+        ) from None
     return total
 
 
@@ -285,10 +286,9 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     )
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
     try:
-        source, count = path, False
+        source = path
         while True:
-            # The gzip footer's size is the last member's: a multi-member file is counted.
-            size = min(_document_bytes(source, count) + (1 << 20), MAX_OBJECT_BYTES)
+            size = min(_document_bytes(source) + (1 << 20), MAX_OBJECT_BYTES)
             con.execute(f"SET memory_limit = '{max(4 * size, 1 << 30) >> 20}MiB'")
             text = str(source.resolve()).replace("'", "''")
             try:
@@ -300,9 +300,7 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             except duckdb.InvalidInputException as exc:
                 if "invalid UTF-8" in str(exc) and source is path:
                     # A name that is not UTF-8: read a private copy decoded with U+FFFD.
-                    source, count = _decoded_copy(path, Path(private.name)), False
-                elif "maximum_object_size" in str(exc) and not count:
-                    count = True
+                    source = _decoded_copy(path, Path(private.name))
                 else:
                     raise
         rows = con.execute("SELECT count(*), count(traceEvents) FROM kineto_doc").fetchone()

@@ -247,6 +247,18 @@ def test_a_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
     assert open_trace(split).execute(count).fetchone() == whole
 
 
+@pytest.mark.parametrize("cut", [1, 4, 8])  # of the 8-byte trailer (CRC-32, then size)
+def test_a_gzip_cut_in_its_trailer_is_refused_though_its_data_is_whole(
+    tmp_path: Path, cut: int
+) -> None:
+    whole = gzip.compress(_write(tmp_path / "t.json", [_kernel(1, 2)]).read_bytes(), mtime=0)
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(whole[:-cut])  # a copy that stopped short: nothing checks its CRC
+    with pytest.raises(TraceError) as err:
+        open_trace(path)
+    assert str(err.value).startswith(f"{path}: is not a readable PyTorch profiler trace (gzip: ")
+
+
 def test_kernels_without_ts_or_dur_are_counted_as_skipped_not_dropped(tmp_path: Path) -> None:
     # Kernels [1000, 3000) and [5000, 6000) ns are usable; one lacks ts, one lacks dur.
     events = [_kernel(1, 2), _kernel(5, 1), _kernel(None, 2), _kernel(8, None)]
