@@ -34,7 +34,8 @@ REPORT_SUFFIX = ".report"
 EDGE_BYTES = 64 << 10
 CHUNK_BYTES = 4 << 10
 SAMPLES = 16
-# A temporary left by a killed run (its pid in the name is gone) is removed after an hour; one
+# A temporary left by a killed run (its pid in the name is gone, or it names none: every run of
+# this code names its own, so one without was left by other code) is removed after an hour; one
 # whose pid cannot be judged (another machine sharing the folder, a reused pid) after a day. A
 # live run's temporary removed by mistake costs that run only its cache: its rename fails and
 # it loads into memory.
@@ -354,7 +355,7 @@ def _remove_stale(folder: Path) -> None:
             age = now - tmp.stat().st_mtime
         except OSError:
             continue  # removed meanwhile
-        gone = match is not None and not _running(int(match.group(1)))
+        gone = match is None or not _running(int(match.group(1)))
         if age > ABANDONED_SECONDS or (gone and age > STALE_SECONDS):
             with suppress(OSError):
                 tmp.unlink()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -46,6 +47,11 @@ T = TypeVar("T")
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point: `nsysreport TRACE` is short for `nsysreport report TRACE`."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if not logging.getLogger().handlers:
+        # stderr holds nsysreport's own lines: without this, Python prints a library's warning
+        # there (matplotlib's "Could not save font_manager cache" on a full disk) beside the
+        # one `Error:` line. A caller that configured logging keeps its records.
+        logging.getLogger().addHandler(logging.NullHandler())
     if args and args[0] not in SUBCOMMANDS and not args[0].startswith("-"):
         args.insert(0, "report")
     app(args=args, prog_name="nsysreport")
@@ -68,8 +74,18 @@ def _root(
 
 
 def _fail(exc: NsysReportError) -> typer.Exit:
-    typer.echo(f"Error: {exc}", err=True)
+    typer.echo(f"Error: {_printable(str(exc))}", err=True)
     return typer.Exit(2 if isinstance(exc, OptionError) else 1)
+
+
+def _printable(text: str) -> str:
+    """One printable line: a message can quote bytes of a damaged file (SQLite names the token
+    it could not read); a line break there becomes a space, another control character its
+    escape (\\x0b), so that the one `Error:` line stays one line of text."""
+    return "".join(
+        c if c.isprintable() else " " if c.isspace() else c.encode("unicode_escape").decode()
+        for c in text
+    )
 
 
 def _run(action: Callable[[], T]) -> T:

@@ -22,6 +22,7 @@ Report = Mapping[str, Any]  # the JSON dict of model.as_json, or a `report --jso
 KINDS = ("max", "min", "max-regression")
 BUDGET_KEYS = ("baseline", "min-steps", *KINDS)
 JSON_SCHEMA_VERSION = 1  # of the gate's own --json file
+INCOMPLETE = "not a complete `nsysreport report --json` file"
 # What computing a metric raises on a report JSON of the wrong shape (a missing key, a string
 # for a number, a list for an object, a GPU no step or straggler row can be matched to).
 MALFORMED = (
@@ -33,6 +34,18 @@ MALFORMED = (
     StopIteration,
     IndexError,
 )
+
+# The numbers of a saved report that the metrics read, by part: key -> whether every report
+# holds a number there (a report from before CUDA graph support has no graph_opaque_ns, and
+# overlap_pct is null on a GPU without communication). None may be below 0, nor a share above 100.
+_SHARES = {"compute_ns": True, "exposed_comm_ns": True, "exposed_memcpy_ns": True,
+           "idle_ns": True, "graph_opaque_ns": False}  # fmt: skip
+READS: dict[str, dict[str, bool]] = {
+    "gpus": {"span_ns": True, **_SHARES, "overlap_pct": False},
+    "steps": {"step_time_ns": True, **_SHARES},
+    "layers": {"exposed_comm_ns": True},
+    "stragglers.gpus": {"wait_ns": True},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -461,15 +474,37 @@ def load_report(path: Path, patterns: Patterns | None = None, cache: bool = Fals
             f"{path}: has no GPUs (its 'gpus' is not a list of GPUs); nothing to gate: "
             "write it again with: nsysreport report TRACE --json FILE"
         )
+    if problem := _impossible(data):
+        raise TraceError(
+            f"{path}: {problem}; write it again with: nsysreport report TRACE --json FILE"
+        )
     try:  # every metric once, so that a hand-edited or truncated file fails here, in one line
         for metric in METRICS.values():
             metric.compute(data, None)
         _min_steps(data, 0, "min-steps")
     except MALFORMED as exc:
-        raise TraceError(
-            f"{path}: not a complete `nsysreport report --json` file ({type(exc).__name__}: {exc})"
-        ) from None
+        raise TraceError(f"{path}: {INCOMPLETE} ({type(exc).__name__}: {exc})") from None
     return data
+
+
+def _impossible(data: Report) -> str | None:
+    """The first number a metric reads that no report can hold: missing (or null where the
+    report always writes one), not a number, negative, or a share above 100 %."""
+    for part, reads in READS.items():
+        where, _, inner = part.partition(".")
+        rows = data.get(where)
+        rows = rows.get(inner) if inner and isinstance(rows, dict) else rows
+        for i, row in enumerate(rows if isinstance(rows, list) else []):
+            for key, required in reads.items() if isinstance(row, dict) else ():
+                value = row.get(key)
+                if value is None and not required:
+                    continue
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    what = "missing" if key not in row else "not a number"
+                    return f"{INCOMPLETE} ({part}[{i}] {key} is {what})"
+                if value < 0 or (key.endswith("_pct") and value > 100):
+                    return f"{part}[{i}] {key} is {value:g}, which no report holds"
+    return None
 
 
 def evaluate(

@@ -19,24 +19,34 @@ def expand_inputs(args: Sequence[str]) -> list[Path]:
     """
     paths: list[Path] = []
     for arg in args:
-        path = Path(arg)
-        if path.is_dir():
-            found = [p for p in path.iterdir() if p.is_file() and _is_trace_name(p.name)]
-            if not found:
-                raise TraceError(f"{path}: is a directory with no .sqlite or .json(.gz) traces")
-            paths += sorted(found, key=_natural)
-        elif not path.exists() and glob.has_magic(arg):
-            matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file()]
-            if not matches:
-                raise TraceError(f"{arg}: no file matches")
-            paths += sorted(matches, key=_natural)
-        else:
-            paths.append(path)
+        try:
+            paths += _expand(arg)
+        except OSError as exc:  # PermissionError: a folder on the way that may not be searched
+            raise TraceError(
+                f"{arg}: cannot read it ({exc.strerror}); check the permissions of it and its "
+                "folders"
+            ) from None
     resolved = [p.resolve() for p in paths]
     twice = next((p for i, p in enumerate(paths) if resolved[i] in resolved[:i]), None)
     if twice is not None:
         raise OptionError(f"{twice}: given twice; each rank's file once")
     return paths
+
+
+def _expand(arg: str) -> list[Path]:
+    """The traces of one argument: a file, a directory's traces or a glob's matches."""
+    path = Path(arg)
+    if path.is_dir():
+        found = [p for p in path.iterdir() if p.is_file() and _is_trace_name(p.name)]
+        if not found:
+            raise TraceError(f"{path}: is a directory with no .sqlite or .json(.gz) traces")
+        return sorted(found, key=_natural)
+    if not path.exists() and glob.has_magic(arg):
+        matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file()]
+        if not matches:
+            raise TraceError(f"{arg}: no file matches")
+        return sorted(matches, key=_natural)
+    return [path]
 
 
 def _is_trace_name(name: str) -> bool:

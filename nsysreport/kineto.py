@@ -9,7 +9,9 @@ All the work is SQL over DuckDB's own JSON reader; no Python loop touches an eve
 
 Loader policy as for nsys exports (nsysreport.load): a GPU event without `ts` or `dur` becomes a
 row without a start or an end, which the views leave out and skipped_row counts; one without a
-name keeps a placeholder name (kernel_name); a name that is not UTF-8 is read with U+FFFD.
+name (or a name that is not a string) keeps a placeholder name (kernel_name); a name that is not
+UTF-8 is read with U+FFFD; a complete event without a category, or a GPU event that is not a
+complete event, is counted as skipped.
 """
 
 from __future__ import annotations
@@ -51,7 +53,8 @@ CREATE TEMP TABLE kineto_event AS
 WITH raw AS (SELECT unnest(traceEvents) AS e FROM kineto_doc)
 SELECT
     e.cat,
-    e.name,
+    -- A name that is not a JSON string (-1, true, a list) is no name: the placeholder's.
+    CASE WHEN json_type(e.name) = 'VARCHAR' THEN e.name->>'$' END AS name,
     TRY_CAST(e.pid AS BIGINT) AS pid,
     coalesce(TRY_CAST(e.tid AS BIGINT), 0) AS tid,
     {_ns("e.ts")} AS start,
@@ -61,6 +64,24 @@ FROM raw
 WHERE e.ph = 'X' AND e.cat IN (
     'kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'user_annotation'
 ) AND (e.ts IS NOT NULL OR e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'))
+"""
+
+# Events that would be GPU work but cannot be read as such, counted as skipped (skipped_row):
+# a complete event (ph X) with no category says not what it is; an event of a GPU category that
+# is not a complete event has no duration. Profilers write neither.
+UNUSABLE_SQL = """
+INSERT INTO load_skipped -- load.LOAD_SKIPPED (load imports this module)
+SELECT 'traceEvents', reason, count(*)
+FROM (
+    SELECT CASE
+        WHEN e.ph = 'X' AND e.cat IS NULL THEN 'complete event (ph X) with no cat'
+        WHEN e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset') AND e.ph IS DISTINCT FROM 'X'
+            THEN 'GPU event that is not a complete event (ph X)'
+    END AS reason
+    FROM (SELECT unnest(traceEvents) AS e FROM kineto_doc)
+)
+WHERE reason IS NOT NULL
+GROUP BY reason
 """
 
 # The host process: the pid with the most CUDA API calls, else the pid of CPU annotations.
@@ -217,23 +238,24 @@ def is_kineto(path: Path) -> bool:
     return path.name.lower().endswith(SUFFIXES)
 
 
-def _document_bytes(path: Path, count: bool = False) -> int:
-    """The JSON document's size: the file's, or for gzip the size its footer records (the last
-    member's, mod 2^32); with `count`, or when the footer cannot be right, read and counted."""
-    size = path.stat().st_size
-    if not path.name.lower().endswith(".gz") or size < 18:
-        return size
-    with path.open("rb") as f:
-        f.seek(-4, 2)
-        recorded = int.from_bytes(f.read(4), "little")
-    if recorded >= size and not count:
-        return recorded
+def _document_bytes(path: Path) -> int:
+    """The JSON document's size: the file's, or for gzip the decompressed size, read and
+    counted. The footer's size would save the read, but only the read checks every member to
+    its trailer: DuckDB reads a member cut inside its CRC and size without a word."""
+    if not path.name.lower().endswith(".gz"):
+        return path.stat().st_size
     import gzip
+    import zlib
 
     total = 0
-    with gzip.open(path, "rb") as f:
-        while chunk := f.read(1 << 24):
-            total += len(chunk)
+    try:
+        with gzip.open(path, "rb") as f:
+            while chunk := f.read(1 << 24):
+                total += len(chunk)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise TraceError(
+            f"{path}: is not a readable PyTorch profiler trace (gzip: {exc}); {NEXT_STEP}"
+        ) from None
     return total
 
 
@@ -258,16 +280,15 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
     private = tempfile.TemporaryDirectory(prefix="nsysreport-kineto-")
     columns = (
         "{'traceEvents': '"
-        "STRUCT(ph VARCHAR, cat VARCHAR, name VARCHAR, pid VARCHAR, tid VARCHAR, ts VARCHAR, "
+        "STRUCT(ph VARCHAR, cat VARCHAR, name JSON, pid VARCHAR, tid VARCHAR, ts VARCHAR, "
         "dur VARCHAR, args JSON)[]', 'deviceProperties': 'JSON[]', 'distributedInfo': 'JSON', "
         "'schemaVersion': 'JSON', 'pytorch_version': 'JSON', 'hostname': 'JSON'}"
     )
     (limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("",)
     try:
-        source, count = path, False
+        source = path
         while True:
-            # The gzip footer's size is the last member's: a multi-member file is counted.
-            size = min(_document_bytes(source, count) + (1 << 20), MAX_OBJECT_BYTES)
+            size = min(_document_bytes(source) + (1 << 20), MAX_OBJECT_BYTES)
             con.execute(f"SET memory_limit = '{max(4 * size, 1 << 30) >> 20}MiB'")
             text = str(source.resolve()).replace("'", "''")
             try:
@@ -279,9 +300,7 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             except duckdb.InvalidInputException as exc:
                 if "invalid UTF-8" in str(exc) and source is path:
                     # A name that is not UTF-8: read a private copy decoded with U+FFFD.
-                    source, count = _decoded_copy(path, Path(private.name)), False
-                elif "maximum_object_size" in str(exc) and not count:
-                    count = True
+                    source = _decoded_copy(path, Path(private.name))
                 else:
                     raise
         rows = con.execute("SELECT count(*), count(traceEvents) FROM kineto_doc").fetchone()
@@ -290,7 +309,7 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                 f"{path}: is not a PyTorch profiler (Kineto) trace (no traceEvents list); "
                 + NEXT_STEP
             )
-        for sql in (EVENTS_SQL, HOST_SQL, STRINGS_SQL, *INSERTS):
+        for sql in (EVENTS_SQL, UNUSABLE_SQL, HOST_SQL, STRINGS_SQL, *INSERTS):
             con.execute(sql)
         has_gpu = con.execute(
             "SELECT EXISTS (SELECT 1 FROM kineto_event "

@@ -13,6 +13,7 @@ and by the load alike.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -365,7 +366,9 @@ def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
             if t in tables
         )
     except sqlite3.DatabaseError as exc:
-        raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
+        raise TraceError(f"{path}: is corrupt ({_reason(exc)}); copy or export it again") from None
+    except UnicodeDecodeError:  # a table's or column's name in the schema is not text any more
+        raise TraceError(f"{path}: is corrupt ({NOT_UTF8}); copy or export it again") from None
     finally:
         src.close()
     typed = frozenset(t for t, cols in declared.items() if _declared_as_loaded(t, cols))
@@ -426,7 +429,9 @@ def _readable(path: Path) -> Iterator[Path]:
             finally:
                 con.close()
         except sqlite3.DatabaseError as exc:
-            raise TraceError(f"{path}: is corrupt ({exc}); copy or export it again") from None
+            raise TraceError(
+                f"{path}: is corrupt ({_reason(exc)}); copy or export it again"
+            ) from None
         except OSError as exc:
             raise TraceError(
                 f"{path}: cannot copy it to a private folder to read its log ({exc.strerror})"
@@ -510,12 +515,25 @@ def copy_tables(
 def _unreadable(path: Path, exc: BaseException) -> str:
     """One line for a trace that SQLite refused while loading (never the SQL or its bytes)."""
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
     if "locked" in text:
         return _locked(path)
     if any(w in text for w in ("malformed", "corrupt", "not a database", "disk I/O")):
-        return f"{path}: is corrupt ({first.removeprefix('[SQLite] ')}); copy or export it again"
-    return f"{path}: could not be read ({first}); copy or export it again"
+        return f"{path}: is corrupt ({_reason(exc)}); copy or export it again"
+    return f"{path}: could not be read ({_reason(exc)}); copy or export it again"
+
+
+NOT_UTF8 = "its schema holds bytes that are not UTF-8"
+
+
+def _reason(exc: BaseException) -> str:
+    """SQLite's reason, first line only; of a damaged schema only which table's, since the rest
+    quotes the schema's SQL or its damaged bytes ("unrecognized token: ...")."""
+    text = str(exc).strip()
+    first = (text.splitlines()[0] if text else type(exc).__name__).removeprefix("[SQLite] ")
+    if first.startswith("Could not decode to UTF-8"):  # Python's sqlite3, quoting the bytes
+        return NOT_UTF8
+    schema = re.match(r".*?malformed database schema(?: \([^)]*\))?", first)
+    return schema.group(0) if schema else first
 
 
 def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:

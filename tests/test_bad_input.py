@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -148,4 +149,75 @@ def test_a_broken_pytorch_profiler_trace_is_named_as_such(tmp_path: Path, out_di
     kineto.write_bytes(b"\x1f\x8b\x08\x00 gzip")
     assert_one_line_error(
         *run_report(kineto, out_dir), str(kineto), "is not a readable PyTorch profiler trace"
+    )
+
+
+def test_a_damaged_schema_is_one_printable_line_without_its_bytes_or_sql(
+    tmp_path: Path, out_dir: Path
+) -> None:
+    from nsysreport.synth import Kernel, Memcpy, Scenario, write_trace
+
+    trace = write_trace(
+        Scenario(kernels=[Kernel(0, 100, "gemm")], memcpys=[Memcpy(100, 140)]),
+        tmp_path / "schema.sqlite",
+    )
+    con = sqlite3.connect(trace)
+    con.execute("PRAGMA writable_schema = ON")  # a flipped bit in the schema's text: a \x0b
+    con.execute(
+        "UPDATE sqlite_master SET sql = replace(sql, 'CREATE TABLE', 'CREATE TABLE' || char(11))"
+        " WHERE name = 'CUPTI_ACTIVITY_KIND_MEMCPY'"
+    )
+    con.commit()
+    con.close()
+    code, stderr = run_report(trace, out_dir)
+    assert_one_line_error(
+        code,
+        stderr,
+        f"{trace}: is corrupt (malformed database schema (CUPTI_ACTIVITY_KIND_MEMCPY)); copy",
+    )
+    assert "\x0b" not in stderr and "unrecognized token" not in stderr
+
+
+def test_control_characters_in_an_error_are_escaped_on_its_one_line(
+    tmp_path: Path, out_dir: Path
+) -> None:
+    missing = tmp_path / "a\x1bb\nc.sqlite"  # a file name can hold any byte but / and NUL
+    code, stderr = run_report(missing, out_dir)
+    assert_one_line_error(code, stderr, str(tmp_path / "a\\x1bb c.sqlite"), "no such file")
+
+
+def test_a_folder_that_may_not_be_searched_is_one_line(
+    tmp_path: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "locked"
+    trace = folder / "t.sqlite"
+    stat = Path.stat
+
+    def refuse(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.parent == folder:  # what chmod 0 on the folder does (root would pass it)
+            raise PermissionError(13, "Permission denied", str(self))
+        return stat(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "stat", refuse)
+    code, stderr = run_report(trace, out_dir)
+    assert_one_line_error(code, stderr, f"{trace}: cannot read it (Permission denied)")
+
+
+def test_a_schema_with_bytes_that_are_not_utf8_is_corrupt_in_one_line(
+    tmp_path: Path, out_dir: Path
+) -> None:
+    from nsysreport.synth import Kernel, Scenario, write_trace
+
+    trace = write_trace(Scenario(kernels=[Kernel(0, 100, "gemm")]), tmp_path / "bytes.sqlite")
+    con = sqlite3.connect(trace)
+    con.execute("PRAGMA writable_schema = ON")  # a flipped bit in a column's name: byte 0xc9
+    con.execute(
+        "UPDATE sqlite_master SET sql = replace(sql, 'streamId', 'stream' || CAST(X'c9' AS TEXT))"
+        " WHERE name = 'CUPTI_ACTIVITY_KIND_KERNEL'"
+    )
+    con.commit()
+    con.close()
+    assert_one_line_error(
+        *run_report(trace, out_dir),
+        f"{trace}: is corrupt (its schema holds bytes that are not UTF-8); copy",
     )

@@ -355,7 +355,9 @@ def test_temporaries_of_dead_runs_are_removed_when_the_cache_is_written(
         f".0a1b-2c3d.{alive}.x5y6.tmp": (2 * hour, True),  # this very process: a long build
         f".0a1b-2c3d.{alive}.x7y8.tmp": (2 * day, False),  # abandoned, whoever has the pid now
         ".0a1b-2c3d.x9y0.tmp": (2 * day, False),  # no pid (an older version's name)
-        ".0a1b-2c3d.x9y1.tmp": (2 * hour, True),
+        ".0a1b-2c3d.x9y1.tmp": (2 * hour, False),  # no run of this code writes it: as dead
+        ".0a1b-2c3d.x9y2.tmp": (60, True),  # but not before the hour
+        ".abc.tmp": (2 * hour, False),  # any name of a temporary, so that none stays forever
     }
     now = time.time()
     for name, (age, _) in temporaries.items():

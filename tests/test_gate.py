@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -410,6 +412,45 @@ def test_any_other_malformed_report_is_one_line(tmp_path: Path, text: str, fragm
     path = tmp_path / "bad.json"
     path.write_text(text)
     code, _, err = gate(path, "--max", "idle_pct=5")
+    assert code == 2
+    one_error_line(err, str(path), fragment)
+
+
+def _negative_idle(data: dict[str, Any]) -> None:
+    data["steps"][0]["idle_ns"] = -5
+
+
+def _overlap_over_100(data: dict[str, Any]) -> None:
+    data["gpus"][0]["overlap_pct"] = 150.0
+
+
+def _no_compute(data: dict[str, Any]) -> None:
+    del data["steps"][1]["compute_ns"]
+
+
+def _null_wait(data: dict[str, Any]) -> None:
+    data["stragglers"]["gpus"] = [{**data["gpus"][0], "wait_ns": None}]
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragment"),
+    [
+        (_negative_idle, "steps[0] idle_ns is -5, which no report holds"),
+        (_overlap_over_100, "gpus[0] overlap_pct is 150, which no report holds"),
+        # Read as 0 before: the step would have judged as all idle or exposed communication.
+        (_no_compute, "not a complete `nsysreport report --json` file (steps[1] compute_ns is"),
+        (_null_wait, "(stragglers.gpus[0] wait_ns is not a number)"),
+    ],
+)  # fmt: skip
+def test_a_saved_report_with_an_impossible_or_missing_gated_number_is_refused(
+    now: Path, tmp_path: Path, edit: Callable[[dict[str, Any]], None], fragment: str
+) -> None:
+    data = saved_report(now, tmp_path)
+    edit(data)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(data))
+    # Every limit passes on the unedited report: only the edit can fail it.
+    code, _, err = gate(path, "--max", "idle_pct=100", "--min", "compute_pct=0")
     assert code == 2
     one_error_line(err, str(path), fragment)
 

@@ -247,6 +247,18 @@ def test_a_multi_member_gzip_is_read_whole(tmp_path: Path) -> None:
     assert open_trace(split).execute(count).fetchone() == whole
 
 
+@pytest.mark.parametrize("cut", [1, 4, 8])  # of the 8-byte trailer (CRC-32, then size)
+def test_a_gzip_cut_in_its_trailer_is_refused_though_its_data_is_whole(
+    tmp_path: Path, cut: int
+) -> None:
+    whole = gzip.compress(_write(tmp_path / "t.json", [_kernel(1, 2)]).read_bytes(), mtime=0)
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(whole[:-cut])  # a copy that stopped short: nothing checks its CRC
+    with pytest.raises(TraceError) as err:
+        open_trace(path)
+    assert str(err.value).startswith(f"{path}: is not a readable PyTorch profiler trace (gzip: ")
+
+
 def test_kernels_without_ts_or_dur_are_counted_as_skipped_not_dropped(tmp_path: Path) -> None:
     # Kernels [1000, 3000) and [5000, 6000) ns are usable; one lacks ts, one lacks dur.
     events = [_kernel(1, 2), _kernel(5, 1), _kernel(None, 2), _kernel(8, None)]
@@ -277,6 +289,29 @@ def test_a_kernel_without_a_name_keeps_its_time_under_a_placeholder(tmp_path: Pa
             "reason": "no name: counted as compute",
             "count": 1,
         }
+    ]
+
+
+@pytest.mark.parametrize("name", [-1, True, [1], {"a": 1}])
+def test_a_name_that_is_not_a_string_is_no_name(tmp_path: Path, name: Any) -> None:
+    odd = {**_kernel(4, 1), "name": name}  # read as text, "-1" would be a kernel named -1
+    con = open_trace(_write(tmp_path / "t.json", [_kernel(1, 2), odd]))
+    rows = con.sql("SELECT name, class, unnamed FROM kernel ORDER BY start_ns").fetchall()
+    assert rows == [("gemm_kernel", "gemm", False), ("<unnamed kernel>", "other", True)]
+
+
+def test_gpu_events_without_a_category_or_not_complete_are_counted_as_skipped(
+    tmp_path: Path,
+) -> None:
+    # The kernel [1000, 3000) ns is usable; [5000, 6000) has no cat, [8000, 9000) no ph.
+    no_cat, no_ph = _kernel(5, 1), _kernel(8, 1)
+    del no_cat["cat"], no_ph["ph"]
+    con = open_trace(_write(tmp_path / "t.json", [_kernel(1, 2), no_cat, no_ph]))
+    (row,) = run_query(con, "gpu_breakdown").to_dicts()
+    assert row["kernel_count"] == 1 and row["busy_ns"] == 2000
+    assert con.sql("SELECT * FROM skipped_row").fetchall() == [
+        ("traceEvents", "GPU event that is not a complete event (ph X)", 1),
+        ("traceEvents", "complete event (ph X) with no cat", 1),
     ]
 
 

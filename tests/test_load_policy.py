@@ -257,6 +257,21 @@ def test_a_kernel_without_its_demangled_name_falls_back_to_the_short_name(tmp_pa
     ]
 
 
+def test_a_demangled_name_of_bytes_that_spell_nothing_falls_back_to_the_short_name(
+    tmp_path: Path,
+) -> None:
+    def mutate(con: sqlite3.Connection) -> None:
+        # The all-reduce's demangled name becomes the bytes 00 ff 10: read as U+FFFD and a
+        # control character, which name nothing; its short name still does.
+        (name_id,) = con.execute(f"SELECT demangledName FROM {KERNEL} WHERE start = 150").fetchone()
+        con.execute("UPDATE StringIds SET value = X'00ff10' WHERE id = ?", [name_id])
+
+    assert _names_of(trace(tmp_path, mutate)) == [
+        (GEMM, "gemm", False),
+        ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "comm", False),
+    ]
+
+
 def test_empty_names_fall_back_to_the_mangled_name_then_a_placeholder(tmp_path: Path) -> None:
     def mutate(con: sqlite3.Connection) -> None:
         # Demangled and short names empty: the all-reduce keeps its mangled name (comm), the
@@ -296,6 +311,11 @@ def test_kernels_with_no_name_count_as_compute_and_the_report_says_so(tmp_path: 
         ('"end" = NULL', "no end time"),
         ("globalPid = NULL", "no process id"),
         ("deviceId = NULL", "no device id"),
+        ("streamId = NULL", "no stream id"),  # the timeline has no lane for it
+        ("deviceId = -5", "device id out of range"),  # else a phantom GPU of one all-reduce
+        ("deviceId = 9223372036854775807", "device id out of range"),
+        ("globalPid = -1234567", "not a process id"),  # else a phantom process
+        ("globalPid = globalPid + 7", "not a process id"),  # thread bits: no launch joins it
         ('"end" = 9223372036854775807', "time outside the capture"),
         ("start = -9223372036854775808", "negative time"),
         ('"end" = -9223372036854775808', "negative time"),
@@ -331,6 +351,47 @@ def test_a_kernel_that_ends_before_it_starts_counts_with_no_time_and_is_noted(
     assert row["kernel_count"] == 2 and row["comm_ns"] == 0 and row["busy_ns"] == 140
     report = build_report(open_trace(path), path)
     assert report.quality.notes() == ("1 kernel with end before start: counted, with no time",)
+
+
+def test_lookup_tables_with_every_id_twice_count_no_row_twice(tmp_path: Path) -> None:
+    def mutate(con: sqlite3.Connection) -> None:
+        for table in ("ENUM_CUDA_MEMCPY_OPER", "StringIds"):
+            loosen(con, table)  # a primary key would refuse the copies
+            con.execute(f"INSERT INTO {table} SELECT * FROM {table}")
+
+    path = trace(tmp_path, mutate)
+    con = open_trace(path)
+    (row,) = numbers(path)
+    assert {k: row[k] for k in NUMBERS} == CLEAN  # one copy [300, 340), not two
+    assert con.sql("SELECT count(*) FROM memcpy").fetchone() == (1,)
+    launches = con.sql("SELECT count(*), count(DISTINCT launch_id) FROM launch").fetchone()
+    assert launches is not None and launches[0] == launches[1] > 0
+    ranges = con.sql("SELECT count(*), count(DISTINCT range_id) FROM nvtx_range").fetchone()
+    assert ranges == (1, 1)  # the step range once
+
+
+def test_a_launch_call_with_a_negative_thread_id_changes_no_number(tmp_path: Path) -> None:
+    def mutate(con: sqlite3.Connection) -> None:  # its process: the top bits, no shift of -1
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = -1")
+
+    path = trace(tmp_path, mutate)
+    (row,) = numbers(path)
+    assert {k: row[k] for k in NUMBERS} == CLEAN
+    build_report(open_trace(path), path)  # every query runs (launch, activity_step)
+
+
+def test_a_memcpy_that_ends_before_it_starts_counts_with_no_time_and_is_noted(
+    tmp_path: Path,
+) -> None:
+    def mutate(con: sqlite3.Connection) -> None:  # the copy [300, 340) swapped: [340, 300)
+        con.execute('UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 340, "end" = 300')
+
+    path = trace(tmp_path, mutate)
+    (row,) = numbers(path)
+    # Without the copy the GPU ends at 250: span 150 (from 100), busy 150, idle 0.
+    assert row["memcpy_ns"] == 0 and (row["span_ns"], row["busy_ns"]) == (150, 150)
+    report = as_json(build_report(open_trace(path), path))
+    assert report["data_quality"] == ["1 memcpy with end before start: counted, with no time"]
 
 
 def test_exact_duplicate_kernel_rows_are_counted_once(

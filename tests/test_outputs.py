@@ -7,7 +7,11 @@ import errno
 import json
 import os
 import pathlib
+import resource
+import signal
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -346,3 +350,24 @@ def test_json_to_stdout_is_not_a_file_and_may_go_with_any_output(trace: Path) ->
     code, out, _ = nsysreport(trace, "-o", "r.html", "--json", "-")
     assert code == 0 and json.loads(out)["schema_version"] == 1
     assert not Path("-").exists() and Path("r.html").is_file()
+
+
+def test_a_full_disk_is_one_line_even_where_a_library_warns_of_it_too(
+    trace: Path, tmp_path: Path
+) -> None:
+    # A file-size limit fails every write past 16 KiB with EFBIG, as a full disk does: the
+    # report's, and matplotlib's saving of its font cache in a fresh cache folder, which it
+    # logs as a warning ("Could not save font_manager cache"). stderr is the one Error line.
+    out = tmp_path / "out"
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 << 10, 16 << 10))
+
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path / "mpl"), "XDG_CACHE_HOME": str(tmp_path)}
+    argv = [trace, "-o", out / "r.html", "--no-cache", "-q"]
+    command = [sys.executable, "-m", "nsysreport", *map(str, argv)]
+    proc = subprocess.run(command, env=env, preexec_fn=limit, capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert one_error(proc.stderr) == f"Error: -o {out / 'r.html'}: cannot write: File too large"
+    assert not (out / "r.html").exists()

@@ -23,6 +23,7 @@ ROW_NOUNS = {
     "CUPTI_ACTIVITY_KIND_RUNTIME": ("CUDA API call", "CUDA API calls"),
     "NVTX_EVENTS": ("NVTX event", "NVTX events"),
     "StringIds": ("name string", "name strings"),
+    "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
 }
 
 

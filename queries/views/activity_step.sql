@@ -27,8 +27,8 @@
 --   placed_by      VARCHAR   launch (its launch call's start) or gpu_start (no launch call)
 CREATE TABLE activity_step AS
 WITH steps AS (
-    SELECT range_id, (global_tid >> 24) << 24 AS global_pid, start_ns, end_ns, label,
-        label_index
+    -- The mask 0xFFFFFFFFFF000000 (as in launch): a shift would fail on a negative id.
+    SELECT range_id, global_tid & -16777216 AS global_pid, start_ns, end_ns, label, label_index
     FROM nvtx_role_range
     WHERE role = 'step' AND end_ns > start_ns
 ),

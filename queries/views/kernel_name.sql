@@ -4,7 +4,8 @@
 -- of millions of kernels has only hundreds of names. Materialised (CREATE TABLE) when the trace
 -- is opened, so the kernel view joins a small table instead of re-reading every kernel. The
 -- first matching rule (lowest priority) wins; a name no rule matches is `other`.
--- A kernel's name is its demangled name, else (NULL, missing from StringIds, or empty) its
+-- A kernel's name is its demangled name, else (NULL, missing from StringIds, or blank: nothing
+-- but spaces, control characters and U+FFFD, as a BLOB of bytes reads by the text policy) its
 -- short name, else its mangled name. A kernel with none of them keeps a placeholder
 -- (`<kernel name ID>`, or `<unnamed kernel>` without an id) and class `other`: it still counts,
 -- but its class is a guess, which `unnamed` marks for the report's data-quality notes. A
@@ -22,7 +23,14 @@ CREATE TABLE kernel_name AS
 WITH ids AS (
     SELECT DISTINCT demangledName, shortName, mangledName FROM CUPTI_ACTIVITY_KIND_KERNEL
 ),
-strings AS (SELECT id, min(nullif(value, '')) AS value FROM StringIds GROUP BY id),
+strings AS (
+    SELECT id, min(value) FILTER (WHERE regexp_matches(value, '[^[:space:][:cntrl:]\x{FFFD}]'))
+        AS value
+    FROM StringIds
+    WHERE id IN (SELECT demangledName FROM ids UNION SELECT shortName FROM ids
+        UNION SELECT mangledName FROM ids)  -- the regex on kernel names only
+    GROUP BY id
+),
 named AS (
     SELECT ids.*, coalesce(d.value, s.value, m.value) AS value
     FROM ids

@@ -19,12 +19,15 @@ SELECT
     r.rowid AS launch_id,
     (r.globalTid >> 24) & 16777215 AS pid,
     r.globalTid & 16777215 AS tid,
-    (r.globalTid >> 24) << 24 AS global_pid,
+    -- NVIDIA's mask 0xFFFFFFFFFF000000 as a BIGINT: no shift, which a negative id would fail.
+    r.globalTid & -16777216 AS global_pid,
     r.globalTid AS global_tid,
     r.correlationId AS correlation_id,
     r.start AS start_ns,
     r."end" AS end_ns,
     regexp_replace(coalesce(s.value, '<api ' || r.nameId || '>'), '_v[0-9]+$', '') AS name
 FROM CUPTI_ACTIVITY_KIND_RUNTIME AS r
-LEFT JOIN StringIds AS s ON s.id = r.nameId
+-- An id listed twice reads as its smallest value (kernel_name): no call counted twice.
+LEFT JOIN (SELECT id, min(value) AS value FROM StringIds GROUP BY id) AS s
+    ON s.id = r.nameId
 WHERE coalesce(r.eventClass, 0) IN (0, 1)

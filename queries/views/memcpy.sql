@@ -2,8 +2,9 @@
 --
 -- Memsets are included with copy_kind `memset`, as NVIDIA's reports label them. Copy-kind
 -- labels come from ENUM_CUDA_MEMCPY_OPER when the export has it (schema 3.x), else from the
--- same fixed list (schema 2.x exports have no enum tables). Rows the analysis cannot use
--- (unusable_row) are left out and counted in skipped_row.
+-- same fixed list (schema 2.x exports have no enum tables); an id listed twice reads as its
+-- smallest label (as StringIds in kernel_name), so no copy is counted twice. Rows the analysis
+-- cannot use (unusable_row) are left out and counted in skipped_row.
 --
 -- Columns:
 --   memcpy_id        BIGINT    row id within its source table
@@ -40,7 +41,8 @@ copies AS (
         m.bytes,
         coalesce(e.label, f.label, 'Unknown') AS copy_kind
     FROM CUPTI_ACTIVITY_KIND_MEMCPY AS m
-    LEFT JOIN ENUM_CUDA_MEMCPY_OPER AS e ON e.id = m.copyKind
+    LEFT JOIN (SELECT id, min(label) AS label FROM ENUM_CUDA_MEMCPY_OPER GROUP BY id) AS e
+        ON e.id = m.copyKind
     LEFT JOIN fallback_kind AS f ON f.id = m.copyKind
     WHERE m.rowid NOT IN (
         SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_MEMCPY'

@@ -23,7 +23,8 @@ WITH domains AS (
         d.domainId AS domain_id,
         arg_min(coalesce(s.value, d.text), d.start) AS domain
     FROM NVTX_EVENTS AS d
-    LEFT JOIN StringIds AS s ON s.id = d.textId
+    LEFT JOIN (SELECT id, min(value) AS value FROM StringIds GROUP BY id) AS s
+        ON s.id = d.textId
     WHERE d.eventType = 75
     GROUP BY ALL
 )
@@ -40,7 +41,9 @@ SELECT
         THEN coalesce(d.domain, 'domain ' || e.domainId) END AS domain,
     coalesce(e.uint64Value, e.int64Value) AS payload
 FROM NVTX_EVENTS AS e
-LEFT JOIN StringIds AS s ON s.id = e.textId
+-- An id listed twice reads as its smallest value (kernel_name): no range counted twice.
+LEFT JOIN (SELECT id, min(value) AS value FROM StringIds GROUP BY id) AS s
+    ON s.id = e.textId
 LEFT JOIN domains AS d
     ON d.pid = (e.globalTid >> 24) & 16777215 AND d.domain_id = e.domainId
 WHERE e.eventType IN (59, 60, 70, 71)

@@ -3,7 +3,11 @@
 -- Materialised (CREATE TABLE) when the trace is opened. The base views (kernel, memcpy) leave
 -- out exactly these rows (graph_launch too) and skipped_row counts them: the predicate is written once, here.
 -- Reasons, the first that applies: `no start time`, `no end time`, `no device id`,
--- `no process id` (NULL where a time or a GPU is needed); `negative time`;
+-- `no process id`, `no stream id` (NULL where a time, a GPU or its lane is needed);
+-- `negative time`; `device id out of range` (CUPTI's device ids are 32-bit unsigned: -5 or
+-- INT64_MAX is no GPU, and would report a phantom one); `not a process id`: a globalPid that
+-- is negative or has thread bits (the low 24) set, which no export writes (NSYS_SCHEMA.md 4.1)
+-- and no launch joins;
 -- `time outside the capture`: a duration, or a distance from the median start, beyond 10x the
 -- capture duration (ANALYSIS_DETAILS.duration) or, without one, beyond 1e15 ns (11.6 days) -
 -- no capture holds such a value (an end of INT64_MAX, say); `duplicate row`: identical to
@@ -56,7 +60,10 @@ checked AS NOT MATERIALIZED (
         WHEN g."end" IS NULL THEN 'no end time'
         WHEN g.deviceId IS NULL THEN 'no device id'
         WHEN g.globalPid IS NULL THEN 'no process id'
+        WHEN g.streamId IS NULL THEN 'no stream id'
         WHEN g.start < 0 OR g."end" < 0 THEN 'negative time'
+        WHEN g.deviceId NOT BETWEEN 0 AND 4294967295 THEN 'device id out of range'
+        WHEN g.globalPid < 0 OR g.globalPid & 16777215 <> 0 THEN 'not a process id'
         -- Both are >= 0 here, so end - start cannot overflow.
         WHEN g."end" - g.start > l.span
             OR g.start NOT BETWEEN l.lowest_start AND l.highest_start

@@ -172,6 +172,10 @@ def plan_values(ctx: Context, seed: int, index: int, rng: random.Random) -> Case
     }[mode]
     what = f"{table}.{column} := {kind} on {mode} ({len(rows)} rows)"
     want = expect(0) if kind in VALID_TEXT else expect(0, 1)
+    if kind == "integer" and table == "StringIds":
+        # TEXT affinity stores 12345 as the text '12345': a kernel renamed, not a damaged
+        # value; its new name may rightly put it in another class, so only sanity is checked.
+        want = expect(0, 1, numbers="any")
     adbc = _adbc(rng)
 
     def prepare(ctx: Context, folder: Path) -> Setup:

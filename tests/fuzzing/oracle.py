@@ -37,8 +37,9 @@ GPU_KEYS = (
 STEP_KEYS = ("name", "index", "step_time_ns", "compute_ns", "exposed_comm_ns", "kernel_count")
 LAYER_KEYS = ("layer", "occurrences", "kernel_count", "compute_ns", "comm_ns", "exposed_comm_ns")
 COLLECTIVE_KEYS = ("op", "count", "total_ns", "exposed_ns")
-# Top-level keys through which a report says that its numbers rest on skipped rows or guesses.
-NOTE_KEYS = ("skipped", "notes", "warnings")
+# Top-level keys through which a report says that its numbers rest on skipped rows or guesses:
+# `data_quality` is the report's notes (README "What is skipped"), kept rows' caveats included.
+NOTE_KEYS = ("skipped", "data_quality", "notes", "warnings")
 MAX_SANE_NS = 10**15  # 11.6 days: no capture is longer
 INJECTED = ('<script>alert("fuzz")', "<img src=x onerror=fuzz")
 INTERNAL_SQL = re.compile(r"\b(SELECT|INSERT INTO|ATTACH|CREATE (TEMP )?TABLE|LINE \d+:)")
