@@ -107,7 +107,8 @@ def build_report(
     layers, layers_across = build_layers(con, file, ranks)
     stragglers = build_stragglers(con, file, ranks)
     collectives = build_collectives(con, file, ranks)
-    capture = build_capture(read_facts(con), gpus, kineto=trace.is_kineto)
+    verdict = bottleneck(gpus, layers_across, collectives, stragglers)
+    capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -119,7 +120,7 @@ def build_report(
         collectives=collectives,
         stragglers=stragglers,
         top_kernels=build_kernels(con, ALL_NAMES if partial else top),
-        bottleneck=bottleneck(gpus, layers_across, collectives, stragglers),
+        bottleneck=verdict,
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
         capture=capture,
         quality=build_quality(con, file),

@@ -250,6 +250,7 @@ def merge(
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
     stragglers = _stragglers(parts, clocks, ranks)
+    verdict = bottleneck(gpus, across, collectives, stragglers)
     return Report(
         tool_version=__version__,
         traces=tuple(t for p in parts for t in p.report.traces),
@@ -261,12 +262,12 @@ def merge(
         collectives=tuple(collectives),
         stragglers=stragglers,
         top_kernels=_top_kernels([k for p in parts for k in p.report.top_kernels], top),
-        bottleneck=bottleneck(gpus, across, collectives, stragglers),
+        bottleneck=verdict,
         ranks=tuple(sorted(infos, key=lambda i: (i.rank, i.file, i.pid, i.device_id))),
         clocks=tuple(clocks),
         capture=build_capture(
             summed([p.report.capture.facts for p in parts if p.report.capture is not None]),
-            gpus,
+            verdict.graph_opaque_pct,
             kineto=all(p.kineto for p in parts),
         ),
         quality=merge_quality((p.name, p.report.quality) for p in parts),

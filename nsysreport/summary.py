@@ -12,7 +12,7 @@ from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS
 from nsysreport.sections.verdict import RECAPTURE
-from nsysreport.units import fmt_count, fmt_ns, fmt_pct, pct
+from nsysreport.units import fmt_count, fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,9 +50,7 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     for note in report.quality.notes(with_file=len(report.traces) > 1):
         console.print(f"[bold yellow]Note:[/] {note}", soft_wrap=True)
     if graphs:
-        share = pct(
-            sum(g.graph_opaque_ns for g in report.gpus), sum(g.span_ns for g in report.gpus)
-        )
+        share = report.bottleneck.graph_opaque_pct  # the verdict's figure, stated once
         console.print(
             f"CUDA graphs traced as a whole: {fmt_pct(share)} of GPU time, contents not traced "
             f"(re-capture with `{RECAPTURE}` to see their kernels)",

@@ -111,5 +111,5 @@ def test_several_files_sum_their_facts_and_need_metrics_in_every_file(tmp_path: 
     b = report_of(Scenario(kernels=[Kernel(100, 200, NCCL)] * 1), tmp_path, "b.sqlite")
     facts = summed([a.capture.facts, b.capture.facts])
     assert (facts.comm_kernels, facts.activities, facts.gpu_metrics) == (2, 2, False)
-    capture = build_capture(facts, [*a.gpus, *b.gpus], kineto=False)
+    capture = build_capture(facts, None, kineto=False)
     assert capture.hints[0].topic == "nvtx"

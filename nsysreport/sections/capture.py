@@ -7,9 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
-from nsysreport.sections.gpu_breakdown import GpuReport
 from nsysreport.sections.verdict import RECAPTURE
-from nsysreport.units import fmt_count, fmt_pct, pct
+from nsysreport.units import fmt_count, fmt_pct
 
 if TYPE_CHECKING:
     import duckdb
@@ -90,21 +89,21 @@ def summed(facts: Sequence[CaptureFacts]) -> CaptureFacts:
     return CaptureFacts(**values, gpu_metrics=all(x.gpu_metrics for x in facts))
 
 
-def build_capture(facts: CaptureFacts, gpus: Sequence[GpuReport], kineto: bool) -> Capture:
-    """What the capture lacks, most costly first."""
-    return Capture(facts, kineto, tuple(_hints(facts, gpus, kineto)))
+def build_capture(facts: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> Capture:
+    """What the capture lacks, most costly first; `graph_opaque_pct` is the verdict's share of
+    the GPUs' time inside CUDA graphs traced as a whole."""
+    return Capture(facts, kineto, tuple(_hints(facts, graph_opaque_pct, kineto)))
 
 
-def _hints(f: CaptureFacts, gpus: Sequence[GpuReport], kineto: bool) -> list[CaptureHint]:
+def _hints(f: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> list[CaptureHint]:
     hints = []
     if f.graph_launches:
-        share = pct(sum(g.graph_opaque_ns for g in gpus), sum(g.span_ns for g in gpus))
         hints.append(
             CaptureHint(
                 "cuda_graphs",
-                f"{fmt_pct(share)} of the GPUs' time is inside {fmt_count(f.graph_launches)} CUDA "
-                "graph launches traced as a whole: their kernels, layers and collectives are not "
-                "in the report",
+                f"{fmt_pct(graph_opaque_pct)} of the GPUs' time is inside "
+                f"{fmt_count(f.graph_launches)} CUDA graph launches traced as a whole: their "
+                "kernels, layers and collectives are not in the report",
                 RECAPTURE,
             )
         )
