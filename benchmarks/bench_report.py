@@ -31,13 +31,32 @@ LAYERS_PER_STEP = 40
 KERNELS_PER_LAYER = 5  # 4 compute + 1 all-reduce
 
 
-def make_trace(kernels: int) -> Path:
+# PyTorch `emit_nvtx` pushes one range per autograd op around each launch, nested (module call,
+# op, its callees), each text unique through its sequence number and op id.
+EMIT_NVTX_OPS = ("aten::linear", "aten::addmm", "aten::mm", "aten::matmul", "aten::add_")
+
+
+def make_trace(kernels: int, emit_nvtx: int = 0) -> Path:
+    """The benchmark export; `emit_nvtx` nested op ranges (unique texts) around every launch."""
     from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
-    path = Path(tempfile.gettempdir()) / f"nsysreport-bench-nvtx-{kernels}.sqlite"
+    suffix = f"-emit{emit_nvtx}" if emit_nvtx else ""
+    path = Path(tempfile.gettempdir()) / f"nsysreport-bench-nvtx-{kernels}{suffix}.sqlite"
     if path.exists():
         return path
     layers_per_gpu = kernels // 8 // KERNELS_PER_LAYER
+
+    def op_ranges(pid: int, host: int, seq: int) -> list[NvtxRange]:
+        # Nested inside [host, host + 1_400], around the launch at host + 10 .. host + 1_000.
+        return [
+            NvtxRange(
+                host + 2 * i,
+                host + 1_400 - 2 * i,
+                f"{EMIT_NVTX_OPS[i % len(EMIT_NVTX_OPS)]}, seq = {seq}, op_id = {seq * 8 + i}",
+                pid=pid,
+            )
+            for i in range(emit_nvtx)
+        ]
 
     def timeline(dev: int) -> Iterator[tuple[list[Kernel], list[NvtxRange]]]:
         pid, t, host = 1000 + dev, 1_000_000, 0
@@ -48,6 +67,7 @@ def make_trace(kernels: int) -> Path:
             first_launch = host
             for k in range(4):
                 dur = 20_000 if k % 2 == 0 else 3_000
+                rs.extend(op_ranges(pid, host, layer * 5 + k))
                 ks.append(
                     Kernel(
                         t,
@@ -72,6 +92,7 @@ def make_trace(kernels: int) -> Path:
                     launch=(host + 10, host + 1_000),
                 )
             )
+            rs.extend(op_ranges(pid, host, layer * 5 + 4))
             host += 1_500
             t += ar
             rs.append(
