@@ -1,8 +1,8 @@
 """The peer measurement: nsys-ai 0.3.0's per-GPU report (overlap, idle gaps, NCCL) for every GPU.
 
 Usage: PEER_PYTHON -m ... ; run by bench_report.py as `PYTHON benchmarks/peer_nsys_ai.py TRACE`
-with a Python that has nsys-ai installed (`--peer-python`). It removes the peer's Parquet cache
-beside the trace first, so every run is cold, then builds it through nsys-ai's default DuckDB
+with a Python that has nsys-ai installed (`--peer-python`). It copies the trace to a fresh folder
+first (untimed), so every run is cold and the input is never changed, then builds the peer's cache through nsys-ai's default DuckDB
 path, and prints wall seconds and peak RSS as JSON. Figures, not tests.
 """
 
@@ -10,11 +10,15 @@ import json
 import resource
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-path = Path(sys.argv[1])
-shutil.rmtree(path.with_suffix(".nsys-cache"), ignore_errors=True)
+# nsys-ai adds indexes to the SQLite file it opens (the file grows by about 70%), which would
+# change the input of every later run: it works on a private copy, made before the clock starts.
+work = Path(tempfile.mkdtemp(prefix="peer-nsys-ai-"))
+path = work / Path(sys.argv[1]).name
+shutil.copyfile(sys.argv[1], path)
 t = time.perf_counter()
 from nsys_ai.overlap import nccl_breakdown, overlap_analysis  # noqa: E402
 from nsys_ai.profile import Profile  # noqa: E402
@@ -26,6 +30,6 @@ for device in prof.meta.devices:
     nccl_breakdown(prof, device)
     run_skill("gpu_idle_gaps", prof.query_conn(), raw=True, device=device)
 seconds = time.perf_counter() - t
-shutil.rmtree(path.with_suffix(".nsys-cache"), ignore_errors=True)
+shutil.rmtree(work, ignore_errors=True)
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({"s": seconds, "rss_mb": rss, "gpus": len(prof.meta.devices)}))

@@ -19,7 +19,7 @@ import sqlite3
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -158,6 +158,16 @@ Progress = Callable[[str], None]
 
 # Rows of a source table that no loader could type (see _reason_sql), by source and reason.
 LOAD_SKIPPED = "load_skipped"
+# NVTX ranges left in the file because they can play no role (closed, on one thread, their
+# inline text matching no step, layer or collective pattern): PyTorch's emit_nvtx writes about
+# five per kernel, each text unique, and no analysis reads them; the Capture section counts them.
+NVTX_UNLOADED = "nvtx_unloaded"
+NVTX_ROLELESS = """
+    eventType IN (59, 60, 70, 71) AND "end" IS NOT NULL
+    AND (endGlobalTid IS NULL OR endGlobalTid = globalTid)
+    AND textId IS NULL AND text IS NOT NULL
+    AND NOT regexp_matches(replace(text, chr(0), ''), $roles)
+"""
 INT_RANGE = 9.2e18  # a float in an integer column is taken as an integer when integral and below
 
 
@@ -221,7 +231,7 @@ def load_into(
         create_raw_tables(con)
         copy_kineto(con, path)
     else:
-        copy_tables(con, path, schema, progress)
+        copy_tables(con, path, schema, progress, patterns.role_pattern())
     # Which tables the file has, for what the report can say about the capture (GPU metrics
     # are sampled into tables the analysis does not load).
     names = sorted(schema.tables - KINETO_SCHEMA.tables)
@@ -484,12 +494,15 @@ def copy_tables(
     path: Path,
     schema: SourceSchema,
     progress: Progress | None = None,
+    nvtx_roles: str | None = None,
 ) -> str:
     """Copy the raw tables into `con` with the fastest offline loader; returns the loader's name.
 
     Both loaders give the same tables: each reads a table as it is (the scanner by its declared
     types, ADBC by the types of its values) and hands any table it cannot read exactly (bytes
-    that are not UTF-8, a value of another type) to the careful read (_Adbc).
+    that are not UTF-8, a value of another type) to the careful read (_Adbc). With `nvtx_roles`
+    (Patterns.role_pattern), NVTX ranges that can play no role stay in the file, counted in
+    nvtx_unloaded.
     """
     import duckdb
 
@@ -499,17 +512,33 @@ def copy_tables(
     try:
         with _readable(path) as source, _Adbc(source) as adbc:
             if loader == "sqlite_scanner":
-                _copy_with_scanner(con, source, schema, present, adbc, progress)
+                _copy_with_scanner(con, source, schema, present, adbc, progress, nvtx_roles)
             else:
                 for table in present:
                     if progress:
                         progress(table)
                     if not (table in schema.typed and adbc.copy(con, table, schema, exact=True)):
                         adbc.copy(con, table, schema, exact=False)
+            if nvtx_roles is not None and "NVTX_EVENTS" in present:
+                _leave_roleless_ranges(con, source, nvtx_roles)
     except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
         # Chained: the cache tells a failure of its own disk from one of the trace by the cause.
         raise TraceError(_unreadable(path, exc)) from exc
     return loader
+
+
+def _leave_roleless_ranges(con: duckdb.DuckDBPyConnection, source: Path, roles: str) -> None:
+    """Drop the NVTX rows that can play no role (the scanner never loaded them) and count them:
+    the file's NVTX rows (SQLite counts a table's rows without reading them) less those loaded
+    and those the careful read skipped, which every loader reads alike."""
+    con.execute(f"DELETE FROM NVTX_EVENTS WHERE {NVTX_ROLELESS}", {"roles": roles})
+    with closing(sqlite3.connect(_immutable_uri(source), uri=True)) as src:
+        in_file = src.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0]
+    con.execute(
+        f"INSERT INTO {NVTX_UNLOADED} SELECT $in_file - (SELECT count(*) FROM NVTX_EVENTS)"
+        f" - (SELECT coalesce(sum(count), 0) FROM {LOAD_SKIPPED} WHERE source = 'NVTX_EVENTS')",
+        {"in_file": in_file},
+    )
 
 
 def _unreadable(path: Path, exc: BaseException) -> str:
@@ -543,6 +572,7 @@ def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
         defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
         con.execute(f'CREATE TABLE "{table}" ({defs})')
     con.execute(f"CREATE TABLE {LOAD_SKIPPED} (source VARCHAR, reason VARCHAR, count BIGINT)")
+    con.execute(f"CREATE TABLE {NVTX_UNLOADED} (count BIGINT)")
     con.execute("CREATE TABLE source_table (name VARCHAR)")  # every table of the trace file
 
 
@@ -744,6 +774,7 @@ def _copy_with_scanner(
     tables: list[str],
     adbc: _Adbc,
     progress: Progress | None,
+    nvtx_roles: str | None,
 ) -> None:
     """The typed scan (all threads) for tables declared as we load them; a table it refuses
     (a value of another type, bytes that are not UTF-8) is read carefully instead. The scan
@@ -761,9 +792,18 @@ def _copy_with_scanner(
                 values = ", ".join(
                     f'"{n}"' if t == "BIGINT" else f"replace(\"{n}\", chr(0), '')" for n, t in cols
                 )
+                # Roleless NVTX ranges are never loaded (the delete after the load then finds none).
+                keep, params = "", {}
+                if table == "NVTX_EVENTS" and nvtx_roles is not None:
+                    keep, params = (
+                        f"WHERE NOT coalesce({NVTX_ROLELESS}, false)",
+                        {"roles": nvtx_roles},
+                    )
                 try:
                     con.execute(
-                        f'INSERT INTO main."{table}" ({names}) SELECT {values} FROM nsys."{table}"'
+                        f'INSERT INTO main."{table}" ({names}) '
+                        f'SELECT {values} FROM nsys."{table}" {keep}',
+                        params,
                     )
                     continue
                 except (duckdb.Error, UnicodeDecodeError) as exc:

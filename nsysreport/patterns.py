@@ -30,6 +30,12 @@ DEFAULT_STEP_PATTERN = r"(?i)^(ProfilerStep#\d+|(step|iteration|iter)[\s_#:.-]*\
 # `TransformerLayer_3`, `block_7`, `decoder.layers.12`. The matched text names the layer, so
 # PyTorch's `, op_id = ...` suffixes do not split one layer into many.
 DEFAULT_LAYER_PATTERN = r"(?i)[\w.]*(layers?|blocks?)[\s_#:.-]*\d+"
+# Collective NVTX ranges: PyTorch's `nccl:<op>` record_function ranges, and NCCL's own API
+# ranges (group start/end excluded); the matched text is the op.
+TORCH_COLLECTIVE_PATTERN = r"^nccl:\w+"
+NCCL_COLLECTIVE_PATTERN = (
+    r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|Send|Recv|AllToAll|AlltoAll)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +49,18 @@ class Patterns:
 
     def view_params(self) -> dict[str, str]:
         """Parameters of the views that take options (see nvtx_role_range.sql)."""
-        return {"step_pattern": self.step, "layer_pattern": self.layer}
+        return {
+            "step_pattern": self.step,
+            "layer_pattern": self.layer,
+            "torch_collective_pattern": TORCH_COLLECTIVE_PATTERN,
+            "nccl_collective_pattern": NCCL_COLLECTIVE_PATTERN,
+        }
+
+    def role_pattern(self) -> str:
+        """One expression any NVTX range playing a role matches (step, layer, collective): the
+        loader keeps only those ranges' rows, since no analysis reads the others."""
+        roles = (self.step, self.layer, TORCH_COLLECTIVE_PATTERN, NCCL_COLLECTIVE_PATTERN)
+        return "|".join(f"(?:{p})" for p in roles)
 
 
 def parse_patterns(

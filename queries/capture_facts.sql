@@ -33,7 +33,9 @@ SELECT
                 SELECT 1 FROM launch AS l
                 WHERE l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
             )) AS unlaunched_activities,
-    (SELECT count(*) FROM nvtx_range) AS nvtx_ranges,
+    -- nvtx_unloaded: ranges that can play no role, counted at load and never loaded.
+    ((SELECT count(*) FROM nvtx_range)
+        + (SELECT coalesce(sum(count), 0) FROM nvtx_unloaded))::BIGINT AS nvtx_ranges,
     (SELECT count(*) FROM NVTX_EVENTS
         WHERE eventType IN (59, 60, 70, 71) AND "end" IS NULL) AS open_ranges,
     (SELECT count(*) FROM nvtx_role_range WHERE role = 'step') AS step_ranges,

@@ -48,9 +48,9 @@ def loads_counted(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     calls: list[Path] = []
     real = load.copy_tables
 
-    def counting(con, path, schema, progress=None):  # type: ignore[no-untyped-def]
+    def counting(con, path, schema, *rest):  # type: ignore[no-untyped-def]
         calls.append(path)
-        return real(con, path, schema, progress)
+        return real(con, path, schema, *rest)
 
     monkeypatch.setattr(load, "copy_tables", counting)
     return calls

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from nsysreport.cli import app
 from nsysreport.load import open_trace
-from nsysreport.model import build_report
+from nsysreport.model import as_json, build_report
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
 from nsysreport.sections.gpu_breakdown import what_if
@@ -363,3 +363,59 @@ def test_a_user_kernel_class_wins_over_the_defaults(tmp_path: Path) -> None:
     con = open_trace(path, patterns=parse_patterns(None, None, ["comm=custom_allreduce"], []))
     (row,) = run_query(con, "gpu_breakdown").to_dicts()
     assert row["comm_kernel_count"] == 1 and row["exposed_comm_ns"] == 10
+
+
+def emit_nvtx_ops(kernels: list[Kernel]) -> list[NvtxRange]:
+    """What PyTorch's emit_nvtx adds: nested op ranges with unique texts around each launch."""
+    ops = []
+    for seq, k in enumerate(kernels):
+        assert k.launch is not None
+        lo, hi = k.launch
+        ops += [
+            NvtxRange(lo - 3 + i, hi + 3 - i, f"aten::{op}, seq = {seq}, op_id = {seq * 3 + i}")
+            for i, op in enumerate(("linear", "addmm", "mm"))
+        ]
+    return ops
+
+
+def test_emit_nvtx_op_ranges_change_no_number_but_the_range_count(tmp_path: Path) -> None:
+    plain = two_layer_step()
+    busy = Scenario(kernels=plain.kernels, nvtx=[*plain.nvtx, *emit_nvtx_ops(plain.kernels)])
+    reports = []
+    for name, scenario in (("plain", plain), ("ops", busy)):
+        (tmp_path / name).mkdir()
+        path = write_trace(scenario, tmp_path / name / "t.sqlite")  # one name: the JSON says it
+        reports.append(as_json(build_report(open_trace(path), path)))
+    before, after = reports
+    # 3 kernels x 3 op ranges, none a step or layer: the loader leaves them in the file, and
+    # only the Capture section's count of NVTX ranges grows.
+    ranges_before = before["capture"]["facts"]["nvtx_ranges"]
+    assert after["capture"]["facts"]["nvtx_ranges"] == ranges_before + 9
+    for doc in reports:
+        del doc["capture"], doc["traces"]  # the folders differ
+    assert after == before
+
+
+@pytest.mark.parametrize("loader", ["sqlite_scanner", "adbc"])
+def test_both_loaders_leave_roleless_ranges_in_the_file_and_count_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, loader: str
+) -> None:
+    if loader == "adbc":
+        monkeypatch.setenv("NSYSREPORT_LOADER", "adbc")
+    plain = two_layer_step()
+    busy = Scenario(kernels=plain.kernels, nvtx=[*plain.nvtx, *emit_nvtx_ops(plain.kernels)])
+    con = open_trace(write_trace(busy, tmp_path / "t.sqlite"))
+    # Loaded: the step, both layers, and the never-ended and cross-thread ranges (the Capture
+    # section counts those). Left in the file: self_attn and the 9 op ranges.
+    loaded = con.execute(
+        "SELECT coalesce(s.value, e.text) AS name FROM NVTX_EVENTS AS e "
+        "LEFT JOIN StringIds AS s ON s.id = e.textId ORDER BY name"
+    ).fetchall()
+    assert [name for (name,) in loaded] == [
+        "model.layers.0, op_id = 7",
+        "model.layers.1",
+        "model.layers.7",
+        "model.layers.8",
+        "step 1",
+    ]
+    assert con.execute("SELECT count FROM nvtx_unloaded").fetchall() == [(9 + 1,)]

@@ -16,7 +16,7 @@
 --   start_ns         BIGINT    GPU start
 --   end_ns           BIGINT    GPU end
 --   class            VARCHAR   comm, attention, gemm, other, memcpy or graph
-CREATE VIEW activity AS
+CREATE TABLE activity AS
 SELECT 'kernel' AS source, kernel_id AS activity_id, pid, global_pid, device_id, stream_id,
     correlation_id, start_ns, end_ns, class
 FROM kernel

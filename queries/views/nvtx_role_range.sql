@@ -10,6 +10,8 @@
 -- Params:
 --   $step_pattern    VARCHAR   -   regular expression for step ranges (--step-pattern)
 --   $layer_pattern   VARCHAR   -   regular expression for layer ranges (--layer-pattern)
+--   $torch_collective_pattern   VARCHAR   -   PyTorch's nccl:<op> ranges (patterns.py)
+--   $nccl_collective_pattern    VARCHAR   -   NCCL's API ranges (patterns.py)
 --
 -- Columns:
 --   range_id      BIGINT    row id in NVTX_EVENTS
@@ -32,16 +34,13 @@ WITH matched AS (
     FROM nvtx_range
     WHERE regexp_matches(name, $layer_pattern)
     UNION ALL
-    SELECT *, 'torch_collective', regexp_extract(name, '^nccl:\w+')
+    SELECT *, 'torch_collective', regexp_extract(name, $torch_collective_pattern)
     FROM nvtx_range
-    WHERE regexp_matches(name, '^nccl:\w+')
+    WHERE regexp_matches(name, $torch_collective_pattern)
     UNION ALL
-    SELECT *, 'nccl_collective',
-        regexp_extract(name, '^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|Send|Recv|AllToAll|AlltoAll)')
+    SELECT *, 'nccl_collective', regexp_extract(name, $nccl_collective_pattern)
     FROM nvtx_range
-    WHERE regexp_matches(
-        name, '^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|Send|Recv|AllToAll|AlltoAll)'
-    )
+    WHERE regexp_matches(name, $nccl_collective_pattern)
 )
 SELECT
     range_id,
