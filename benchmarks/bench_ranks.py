@@ -29,8 +29,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from nsysreport.rank_files import BASE_UTC_NS, injected_clocks, true_offsets
 from nsysreport.synth import Gpu, Kernel, NvtxRange, Scenario, write_trace
+from nsysreport.synth.rank_files import BASE_UTC_NS, injected_clocks, true_offsets
 
 REPO = Path(__file__).resolve().parents[1]
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_kernel"

@@ -19,7 +19,6 @@ from nsysreport.cli import app
 from nsysreport.compare import compare
 from nsysreport.load import open_trace
 from nsysreport.model import as_json, build_report
-from nsysreport.nsys_schema import GRAPH_NODE_EVENTS, GRAPH_TRACE, VERSIONS
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
 from nsysreport.synth import (
@@ -31,6 +30,7 @@ from nsysreport.synth import (
     Scenario,
     write_trace,
 )
+from nsysreport.synth.nsys_schema import GRAPH_NODE_EVENTS, GRAPH_TRACE, VERSIONS
 
 from bruteforce import per_gpu_metrics
 

@@ -1,6 +1,6 @@
 """Several files, one report: rank discovery, clock alignment, cross-file stragglers, workers.
 
-The per-rank files are the simulator's TP4 run split by nsysreport.rank_files, each on a clock
+The per-rank files are the simulator's TP4 run split by nsysreport.synth.rank_files, each on a clock
 shifted by a known amount and with a session start that is off by a known NTP-like error, so
 every expected number is known: the offsets exactly, and every per-GPU metric and straggler
 figure equal to those of the same run written as one file.
@@ -19,10 +19,10 @@ from typer.testing import CliRunner
 
 from nsysreport.align import align_files
 from nsysreport.cli import app
-from nsysreport.rank_files import BASE_UTC_NS, true_offsets, write_rank_files
 from nsysreport.ranks import FileRanks, assign_ranks
-from nsysreport.simulate import TensorParallelConfig, tensor_parallel
 from nsysreport.synth import GLOBAL_VID, write_trace
+from nsysreport.synth.rank_files import BASE_UTC_NS, true_offsets, write_rank_files
+from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 
 from conftest import SHARED_TRACES
 

@@ -7,17 +7,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
-from nsysreport.rank_files import (
+from nsysreport.synth import Gpu, Kernel, NvtxRange, Scenario, write_trace
+from nsysreport.synth.rank_files import (
     BASE_UTC_NS,
+    app,
     injected_clocks,
-    main,
     split_ranks,
     true_offsets,
     write_rank_files,
 )
-from nsysreport.simulate import TensorParallelConfig, tensor_parallel
-from nsysreport.synth import Gpu, Kernel, NvtxRange, Scenario, write_trace
+from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 
 SMALL = TensorParallelConfig(tp=4, layers_simulated=2, steps=2, straggler_rank=1,
                              straggler_slowdown=1.5)  # fmt: skip
@@ -175,12 +176,11 @@ def test_injected_clocks_are_distinct_and_errors_are_hundreds_of_us_to_ms() -> N
     assert injected_clocks(8, seed=0) == (shifts, errors)
 
 
-def test_the_command_writes_one_file_per_rank_and_prints_the_truth(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    main([str(tmp_path), "--tp", "2", "--straggler-rank", "1"])
+def test_the_command_writes_one_file_per_rank_and_prints_the_truth(tmp_path: Path) -> None:
+    run = CliRunner().invoke(app, [str(tmp_path), "--tp", "2", "--straggler-rank", "1"])
+    assert run.exit_code == 0, run.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rank0.sqlite", "rank1.sqlite"]
-    lines = capsys.readouterr().out.splitlines()
+    lines = run.output.splitlines()
     shifts, errors = injected_clocks(2, seed=0)
     assert lines[2].split()[1:] == [
         "node1", str(shifts[1]), str(errors[1]), str(shifts[0] - shifts[1]),

@@ -9,16 +9,19 @@ from typing import Any
 
 import duckdb
 import pytest
+from typer.testing import CliRunner
 
 from nsysreport.load import open_trace
 from nsysreport.model import build_report
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
-from nsysreport.simulate import (
+from nsysreport.synth import Kernel, NvtxRange, write_trace
+from nsysreport.synth.simulate import (
     ALLGATHER,
     ALLREDUCE,
     LINKS,
     MODELS,
+    PROG,
     GpuSpec,
     HostSpec,
     LinkSpec,
@@ -26,17 +29,16 @@ from nsysreport.simulate import (
     TensorParallelConfig,
     allgather_ns,
     allreduce_ns,
+    app,
     attention_ns,
     config_from_args,
     gemm_ns,
-    main,
     parse_args,
     sample_command,
     sample_configs,
     sample_name,
     tensor_parallel,
 )
-from nsysreport.synth import Kernel, NvtxRange, write_trace
 
 from conftest import REPO
 
@@ -176,8 +178,9 @@ def test_a_tp_degree_that_does_not_divide_the_heads_is_refused() -> None:
 
 def test_the_developer_command_writes_one_file(tmp_path: Path) -> None:
     out = tmp_path / "t.sqlite"
-    main(["--model", "llama8b", "--phase", "decode", "--tp", "2", "--layers", "1", "--steps",
-          "1", "--out", str(out)])  # fmt: skip
+    run = CliRunner().invoke(app, ["--model", "llama8b", "--phase", "decode", "--tp", "2",
+                                   "--layers", "1", "--steps", "1", "--out", str(out)])  # fmt: skip
+    assert run.exit_code == 0, run.output
     assert out.is_file()
 
 
@@ -192,10 +195,11 @@ def test_each_sample_command_describes_exactly_its_sample_configuration() -> Non
 def test_the_committed_samples_are_what_the_simulator_writes_now(tmp_path: Path) -> None:
     committed = sorted(p.name for p in SAMPLES.glob("*.sqlite"))
     assert committed == sorted(sample_name(c) for c in sample_configs())
-    main(["--samples", str(tmp_path)])
+    run = CliRunner().invoke(app, ["--samples", str(tmp_path)])
+    assert run.exit_code == 0, run.output
     for name in committed:
         assert (tmp_path / name).read_bytes() == (SAMPLES / name).read_bytes(), (
-            f"sample_traces/{name} is stale: python -m nsysreport.simulate --samples sample_traces/"
+            f"sample_traces/{name} is stale: {PROG} --samples sample_traces/"
         )
     readme = (SAMPLES / "README.md").read_text()
     assert all(sample_command(c) in readme for c in sample_configs())

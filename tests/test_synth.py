@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -21,6 +22,8 @@ from nsysreport.synth import (
     kernel_names,
     write_trace,
 )
+
+from conftest import REPO
 
 SHARED = Path(__file__).parents[2] / "shared"
 SCHEMA_DIR = SHARED / "nsys-schema"
@@ -104,6 +107,24 @@ def everything() -> Scenario:
         nvtx=[NvtxRange(10, 700, "step 0"), NvtxRange(90, 210, "ncclSend", domain="NCCL")],
         gpus=[Gpu(0, pid=100), Gpu(1, pid=200)],
     )
+
+
+def test_no_runtime_module_imports_the_generators() -> None:
+    """nsysreport.synth is for tests, benchmarks and samples: no import of it, lazy ones too."""
+    runtime = [p for p in (REPO / "nsysreport").rglob("*.py") if "synth" not in p.parts]
+    assert len(runtime) > 20 and REPO / "nsysreport" / "cli.py" in runtime
+    found = []
+    for path in runtime:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            found += [f"{path.name}: {n}" for n in names if re.search(r"(^|\.)synth(\.|$)", n)]
+    assert found == []
 
 
 def test_an_unknown_version_is_rejected_by_name(tmp_path: Path) -> None:

@@ -17,20 +17,22 @@ reference file 0:
     coarse estimate from the session start rows
         = true offset + (session_error_ns[f] - session_error_ns[0])
 
-`python -m nsysreport.rank_files OUT_DIR` writes such a set for a simulated TP8 decode run with
-a straggler, on two hosts, and prints the ground truth.
+`python -m nsysreport.synth.rank_files OUT_DIR` writes such a set for a simulated TP8 decode
+run with a straggler, on two hosts, and prints the ground truth.
 """
 
 from __future__ import annotations
 
-import argparse
 import random
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
+
+import typer
 
 from nsysreport.synth import ApiCall, Kernel, Memcpy, Memset, NvtxRange, Scenario, write_trace
+from nsysreport.synth.simulate import TensorParallelConfig, simulated_or_exit
 
 BASE_UTC_NS = 1_768_435_200_000_000_000  # 2026-01-15T00:00:00Z, the true time 0 of every rank
 
@@ -126,31 +128,34 @@ def _shift_range(r: NvtxRange, shift: int) -> NvtxRange:
     return replace(r, start=r.start + shift, end=None if r.end is None else r.end + shift)
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    """Write per-rank files of a simulated TP decode run and print their ground-truth offsets."""
-    from nsysreport.simulate import TensorParallelConfig, tensor_parallel
+PROG = "python -m nsysreport.synth.rank_files"
+# The developer command line (not the user CLI). \b keeps each docstring paragraph as written.
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+_HELP = "\n\n".join(f"\b\n{paragraph}" for paragraph in (__doc__ or "").strip().split("\n\n"))
 
-    p = argparse.ArgumentParser(prog="python -m nsysreport.rank_files", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    p.add_argument("out_dir", type=Path)
-    p.add_argument("--tp", type=int, default=8)
-    p.add_argument("--straggler-rank", type=int, default=5, help="-1 for none")
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    straggler = None if args.straggler_rank < 0 else args.straggler_rank
+
+@app.command(help=_HELP)
+def write_simulated_ranks(
+    out_dir: Annotated[Path, typer.Argument(help="Folder for rank0.sqlite, rank1.sqlite, ...")],
+    tp: Annotated[int, typer.Option(min=1, help="Ranks (tensor-parallel degree).")] = 8,
+    straggler_rank: Annotated[int, typer.Option(help="The slow rank, -1 for none.")] = 5,
+    seed: Annotated[int, typer.Option(help="Seed of the jitter and the injected clocks.")] = 0,
+) -> None:
+    """Write per-rank files of a simulated TP decode run and print their ground-truth offsets."""
+    straggler = None if straggler_rank < 0 else straggler_rank
     config = TensorParallelConfig(
-        tp=args.tp, steps=4, layers_simulated=8, straggler_rank=straggler,
-        straggler_slowdown=1.5, seed=args.seed,
+        tp=tp, steps=4, layers_simulated=8, straggler_rank=straggler, straggler_slowdown=1.5,
+        seed=seed,
     )  # fmt: skip
-    shifts, errors = injected_clocks(args.tp, args.seed)
-    per_node = -(-args.tp // 2)  # two hosts: the first half of the ranks on node0
-    hosts = [f"node{r // per_node}" for r in range(args.tp)]
-    paths = write_rank_files(tensor_parallel(config), args.out_dir, shifts, errors, hosts)
-    print("file  host  clock_shift_ns  session_error_ns  true_offset_ns  coarse_offset_ns")
+    shifts, errors = injected_clocks(tp, seed)
+    per_node = -(-tp // 2)  # two hosts: the first half of the ranks on node0
+    hosts = [f"node{r // per_node}" for r in range(tp)]
+    paths = write_rank_files(simulated_or_exit(config), out_dir, shifts, errors, hosts)
+    typer.echo("file  host  clock_shift_ns  session_error_ns  true_offset_ns  coarse_offset_ns")
     for r, (path, offset) in enumerate(zip(paths, true_offsets(shifts), strict=True)):
         coarse = offset + errors[r] - errors[0]
-        print(f"{path}  {hosts[r]}  {shifts[r]}  {errors[r]}  {offset}  {coarse}")
+        typer.echo(f"{path}  {hosts[r]}  {shifts[r]}  {errors[r]}  {offset}  {coarse}")
 
 
 if __name__ == "__main__":
-    main()
+    app(prog_name=PROG)

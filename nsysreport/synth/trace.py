@@ -13,7 +13,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from nsysreport.nsys_schema import (
+from nsysreport.synth.nsys_schema import (
     GRAPH_NODE_CREATION_CLASS,
     KERNEL,
     MEM_KINDS,

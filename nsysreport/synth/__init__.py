@@ -1,0 +1,40 @@
+"""Synthetic nsys exports for tests, benchmarks and sample_traces/; never imported by the runtime.
+
+The writer API is re-exported here, so a scenario reads `from nsysreport.synth import Kernel,
+Scenario, write_trace`. The modules: `trace` (scenario dataclasses -> an nsys SQLite export),
+`nsys_schema` (what each nsys version writes), `simulate` (tensor-parallel inference as
+scenarios, and the sample traces) and `rank_files` (a run split into per-rank files on shifted
+clocks).
+"""
+
+from nsysreport.synth.nsys_schema import VERSIONS
+from nsysreport.synth.trace import (
+    GLOBAL_VID,
+    ApiCall,
+    Gpu,
+    GraphLaunch,
+    GraphNode,
+    Kernel,
+    Memcpy,
+    Memset,
+    NvtxRange,
+    Scenario,
+    kernel_names,
+    write_trace,
+)
+
+__all__ = [
+    "GLOBAL_VID",
+    "VERSIONS",
+    "ApiCall",
+    "Gpu",
+    "GraphLaunch",
+    "GraphNode",
+    "Kernel",
+    "Memcpy",
+    "Memset",
+    "NvtxRange",
+    "Scenario",
+    "kernel_names",
+    "write_trace",
+]
