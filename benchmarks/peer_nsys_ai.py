@@ -1,9 +1,11 @@
 """The peer measurement: nsys-ai 0.3.0's per-GPU report (overlap, idle gaps, NCCL) for every GPU.
 
-Usage: PEER_PYTHON -m ... ; run by bench_report.py as `PYTHON benchmarks/peer_nsys_ai.py TRACE`
-with a Python that has nsys-ai installed (`--peer-python`). It copies the trace to a fresh folder
-first (untimed), so every run is cold and the input is never changed, then builds the peer's cache through nsys-ai's default DuckDB
-path, and prints wall seconds and peak RSS as JSON. Figures, not tests.
+Usage: PEER_PYTHON benchmarks/peer_nsys_ai.py TRACE (bench_report.py runs it with --peer-python:
+a Python with nsys-ai 0.3.0, duckdb 1.5.5 and the duckdb-extension-sqlite-scanner wheel, whose
+extension file goes in ~/.duckdb/extensions/v1.5.5/linux_amd64/ so the peer's DuckDB path works
+offline). It copies the trace to a fresh folder first (untimed), so every run is cold and the
+input is never changed, builds the peer's cache through its default DuckDB path, runs overlap,
+idle gaps and NCCL for every GPU, and prints wall seconds and peak RSS as JSON. Figures only.
 """
 
 import json
