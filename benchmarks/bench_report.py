@@ -126,35 +126,38 @@ times = {}
 t = time.perf_counter()
 from nsysreport.load import connect, copy_tables, inspect_trace
 from nsysreport.patterns import Patterns
-from nsysreport.queries import _bind, _option_table, query_files, run_query, view_files
-import duckdb
+from nsysreport.queries import create_views, resource_dir
+import nsysreport.queries
 path = Path(sys.argv[1])
-con = connect()
-copy_tables(con, path, inspect_trace(path))
-times["load"] = time.perf_counter() - t
 p = Patterns()
-_option_table(con, "kernel_class_rule", "priority INTEGER, class VARCHAR, pattern VARCHAR",
-              [(i, c, pat) for i, (c, pat) in enumerate(p.kernel_rules)])
-_option_table(con, "comm_bytes_option", "op VARCHAR, bytes BIGINT", [])
-pending = list(view_files())
-while pending:
-    failed = []
-    for v in pending:
-        t = time.perf_counter()
-        try:
-            con.execute(v.sql, _bind(v, p.view_params()))
-        except duckdb.CatalogException:
-            failed.append(v)
-            continue
-        if "CREATE TABLE " + v.name in v.sql:  # the derived tables (materialised views)
-            times["table " + v.name] = time.perf_counter() - t
-    pending = failed
-for q in query_files():
-    t = time.perf_counter()
-    run_query(con, q.name)
-    times["query " + q.name] = time.perf_counter() - t
+con = connect()
+copy_tables(con, path, inspect_trace(path), None, p.role_pattern())
+times["load"] = time.perf_counter() - t
+derived = {q.stem for q in (resource_dir("queries") / "derived").glob("*.sql")}
+
+
+def timed(name, seconds):
+    if name in derived:  # the derived tables (materialised), not the views (no work until read)
+        times["table " + name] = seconds
+
+
+create_views(con, p, timed)
 from nsysreport.model import as_json, build_report
 from nsysreport.render import render_html
+real = nsysreport.queries.run_query
+
+
+def run_query(con, name, params=None):  # each report query as the model runs it
+    t = time.perf_counter()
+    try:
+        return real(con, name, params)
+    finally:
+        times["query " + name] = times.get("query " + name, 0) + time.perf_counter() - t
+
+
+for module in list(sys.modules.values()):
+    if getattr(module, "run_query", None) is real:
+        module.run_query = run_query
 t = time.perf_counter()
 model = build_report(con, path)
 times["model (all queries)"] = time.perf_counter() - t

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -56,10 +58,11 @@ class QueryFile:
     params: tuple[Param, ...]
     columns: tuple[ColumnDoc, ...]
     sql: str
+    reads: tuple[str, ...] = ()  # the tables and views it reads (`Reads:`), in the header's order
 
 
 def parse_query_file(path: Path) -> QueryFile:
-    """Read a SQL file's header: `-- name: summary`, free text, `Params:` and `Columns:`."""
+    """Read a SQL file's header: `-- name: summary`, free text, `Reads:`, `Params:`, `Columns:`."""
     sql = path.read_text(encoding="utf-8")
     header = []
     for line in sql.splitlines():
@@ -72,9 +75,15 @@ def parse_query_file(path: Path) -> QueryFile:
         raise ValueError(f"{path}: must start with '-- {path.stem}: <one-line summary>'")
     params: list[Param] = []
     columns: list[ColumnDoc] = []
+    reads: list[str] = []
     section = ""
     for line in header[1:]:
-        if line.strip() in ("Params:", "Columns:"):
+        if line.startswith("Reads:"):
+            section = "Reads:"
+            reads += _names(line.removeprefix("Reads:"))
+        elif section == "Reads:" and line.startswith("  "):
+            reads += _names(line)
+        elif line.strip() in ("Params:", "Columns:"):
             section = line.strip()
         elif section == "Params:" and (p := PARAM_DOC.match(line)):
             name, type_, default, meaning = p.groups()
@@ -82,21 +91,38 @@ def parse_query_file(path: Path) -> QueryFile:
             params.append(Param(name, type_, value, meaning))
         elif section == "Columns:" and (c := COLUMN_DOC.match(line)):
             columns.append(ColumnDoc(*c.groups()))
-    return QueryFile(path.stem, path, first.group(2), tuple(params), tuple(columns), sql)
+    sections = tuple(params), tuple(columns), sql, tuple(reads)
+    return QueryFile(path.stem, path, first.group(2), *sections)
+
+
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
 
 
 @cache
 def view_files() -> tuple[QueryFile, ...]:
-    """The CREATE VIEW files, one view each, in queries/views/."""
-    return tuple(
-        parse_query_file(p) for p in sorted((resource_dir("queries") / "views").glob("*.sql"))
-    )
+    """The views (queries/views/: CREATE VIEW, renaming the raw tables) and the derived tables
+    (queries/derived/: CREATE TABLE, the sweeps and projections materialised once), in the
+    order their `Reads:` declarations give: each after everything it reads."""
+    folder = resource_dir("queries")
+    files = {
+        q.name: q
+        for q in map(
+            parse_query_file, sorted([*folder.glob("views/*.sql"), *folder.glob("derived/*.sql")])
+        )
+    }
+    graph = TopologicalSorter({q.name: [r for r in q.reads if r in files] for q in files.values()})
+    try:
+        return tuple(files[name] for name in graph.static_order())
+    except CycleError as exc:
+        raise ValueError(f"queries/: the Reads: declarations form a cycle: {exc.args[1]}") from exc
 
 
 @cache
 def query_files() -> tuple[QueryFile, ...]:
-    """The report queries, one SELECT each, in queries/."""
-    return tuple(parse_query_file(p) for p in sorted(resource_dir("queries").glob("*.sql")))
+    """The report queries, one SELECT each, in queries/report/."""
+    folder = resource_dir("queries") / "report"
+    return tuple(parse_query_file(p) for p in sorted(folder.glob("*.sql")))
 
 
 def find_query(name: str) -> QueryFile:
@@ -107,10 +133,13 @@ def find_query(name: str) -> QueryFile:
     raise OptionError(f"no query named {name!r}; the queries are: {names}")
 
 
-def create_views(con: duckdb.DuckDBPyConnection, patterns: Patterns | None = None) -> None:
-    """Create the option tables (name patterns, message sizes) and every view, in order."""
-    import duckdb
-
+def create_views(
+    con: duckdb.DuckDBPyConnection,
+    patterns: Patterns | None = None,
+    timed: Callable[[str, float], None] | None = None,
+) -> None:
+    """Create the option tables (name patterns, message sizes) and every view and derived
+    table, in the declared order; `timed(name, seconds)` hears how long each one took."""
     patterns = patterns or Patterns()
     _option_table(
         con,
@@ -121,20 +150,11 @@ def create_views(con: duckdb.DuckDBPyConnection, patterns: Patterns | None = Non
     _option_table(
         con, "comm_bytes_option", "op VARCHAR, bytes BIGINT", list(patterns.comm_bytes.items())
     )
-    pending = list(view_files())
-    # Views read other views; retry the ones whose dependencies do not exist yet.
-    while pending:
-        failed: list[QueryFile] = []
-        last_error: duckdb.Error | None = None
-        for view in pending:
-            try:
-                con.execute(view.sql, _bind(view, patterns.view_params()))
-            except duckdb.CatalogException as exc:
-                failed.append(view)
-                last_error = exc
-        if len(failed) == len(pending) and last_error is not None:
-            raise last_error
-        pending = failed
+    for view in view_files():
+        began = time.perf_counter()
+        con.execute(view.sql, _bind(view, patterns.view_params()))
+        if timed:
+            timed(view.name, time.perf_counter() - began)
 
 
 def _option_table(

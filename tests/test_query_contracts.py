@@ -7,10 +7,12 @@ import re
 import duckdb
 import pytest
 
-from nsysreport.load import open_trace
-from nsysreport.queries import QueryFile, query_files, run_query, view_files
+from nsysreport.load import RAW_TABLES, open_trace
+from nsysreport.queries import QueryFile, query_files, resource_dir, run_query, view_files
 
 from conftest import real_trace
+
+QUERIES = resource_dir("queries")
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +77,40 @@ def test_an_unknown_parameter_is_refused(con: duckdb.DuckDBPyConnection) -> None
 def test_parameters_change_the_result(con: duckdb.DuckDBPyConnection) -> None:
     assert run_query(con, "gap_top", {"top": 2}).height == 4  # 2 gaps on each of 2 GPUs
     assert run_query(con, "gap_top", {"top": "3"}).height == 6  # CLI strings are converted
+
+
+RAW = {*RAW_TABLES, "load_skipped", "nvtx_unloaded", "source_table"}
+OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fills them
+
+
+def relations_read(sql: str) -> set[str]:
+    """The names after FROM or JOIN in `sql`, comments and strings left out."""
+    body = "\n".join(line.split("--")[0] for line in sql.splitlines())
+    return set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", re.sub(r"'[^']*'", "''", body), re.I))
+
+
+@pytest.mark.parametrize("query", [*view_files(), *query_files()], ids=lambda q: q.name)
+def test_each_file_declares_exactly_what_it_reads(query: QueryFile) -> None:
+    known = {v.name for v in view_files()} | RAW | OPTIONS
+    assert set(query.reads) == (relations_read(query.sql) & known) - {query.name}
+    assert set(query.reads) <= known, "a declared read that nothing provides"
+
+
+def test_views_come_after_everything_they_read() -> None:
+    done: set[str] = set()
+    for view in view_files():
+        assert set(view.reads) - RAW - OPTIONS <= done, view.name
+        done.add(view.name)
+    assert done == {p.stem for p in QUERIES.glob("views/*.sql")} | {
+        p.stem for p in QUERIES.glob("derived/*.sql")
+    }
+
+
+def test_the_folders_show_the_layers() -> None:
+    # views rename (CREATE VIEW), derived tables materialise (CREATE TABLE), reports SELECT.
+    for path in QUERIES.glob("views/*.sql"):
+        assert "\nCREATE VIEW " in path.read_text(), path
+    for path in QUERIES.glob("derived/*.sql"):
+        assert "\nCREATE TABLE " in path.read_text(), path
+    for query in query_files():
+        assert "CREATE " not in query.sql, query.path

@@ -4,6 +4,8 @@
 -- export has MPI_RANKS, else the position of (pid, device_id) in sorted order. Host from
 -- TARGET_INFO_SYSTEM_ENV (Hostname); GPU name from TARGET_INFO_GPU, absent in some exports.
 --
+-- Reads: MPI_RANKS, TARGET_INFO_GPU, TARGET_INFO_SYSTEM_ENV, activity
+--
 -- Columns:
 --   pid          BIGINT    process id
 --   device_id    BIGINT    nsys GPU id

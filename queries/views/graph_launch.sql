@@ -6,6 +6,8 @@
 -- call's, so a launch joins its cudaGraphLaunch like any activity. See docs/export-format.md.
 -- Rows the analysis cannot use (unusable_row) are left out and counted in skipped_row.
 --
+-- Reads: CUPTI_ACTIVITY_KIND_GRAPH_TRACE, unusable_row
+--
 -- Columns:
 --   graph_launch_id   BIGINT    row id in CUPTI_ACTIVITY_KIND_GRAPH_TRACE
 --   pid               BIGINT    process id

@@ -7,6 +7,8 @@
 -- --cuda-graph-trace=node is an ordinary row with graphNodeId (and, from nsys 2026.1, graphId)
 -- set; its correlationId is its cudaGraphLaunch's.
 --
+-- Reads: CUPTI_ACTIVITY_KIND_KERNEL, kernel_name, unusable_row
+--
 -- Columns:
 --   kernel_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_KERNEL
 --   pid              BIGINT    process id

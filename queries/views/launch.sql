@@ -4,6 +4,8 @@
 -- call as class 67 with the same correlationId, which would double-count. The `_vNNNN`
 -- version suffix is stripped (cudaLaunchKernel_v7000 -> cudaLaunchKernel).
 --
+-- Reads: CUPTI_ACTIVITY_KIND_RUNTIME, StringIds
+--
 -- Columns:
 --   launch_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_RUNTIME
 --   pid              BIGINT    process id

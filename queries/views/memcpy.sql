@@ -6,6 +6,9 @@
 -- smallest label (as StringIds in kernel_name), so no copy is counted twice. Rows the analysis
 -- cannot use (unusable_row) are left out and counted in skipped_row.
 --
+-- Reads: CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, ENUM_CUDA_MEMCPY_OPER,
+--   unusable_row
+--
 -- Columns:
 --   memcpy_id        BIGINT    row id within its source table
 --   source           VARCHAR   memcpy or memset

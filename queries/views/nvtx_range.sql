@@ -5,6 +5,8 @@
 -- Names are coalesce(StringIds[textId], text); domain names come from the DomainCreate rows
 -- (event type 75) of the same process, else `domain <id>`; domain 0 is the default domain.
 --
+-- Reads: NVTX_EVENTS, StringIds
+--
 -- Columns:
 --   range_id         BIGINT    row id in NVTX_EVENTS
 --   pid              BIGINT    process id

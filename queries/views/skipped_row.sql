@@ -4,6 +4,8 @@
 -- in an integer column that is not an integer) and the GPU rows the base views leave out
 -- (unusable_row). The report lists each line ("3 kernels skipped: end before start").
 --
+-- Reads: load_skipped, unusable_row
+--
 -- Columns:
 --   source   VARCHAR   raw table the rows come from, e.g. CUPTI_ACTIVITY_KIND_KERNEL
 --   reason   VARCHAR   why they were left out

@@ -5,6 +5,8 @@
 -- simulated traces (NULL for real captures). duration_ns is the capture window from
 -- ANALYSIS_DETAILS, else the span of all GPU activity.
 --
+-- Reads: ANALYSIS_DETAILS, EXPORT_META_DATA, META_DATA_EXPORT, TARGET_INFO_SYSTEM_ENV, activity
+--
 -- Columns:
 --   nsys_version     VARCHAR   e.g. 2026.2.1.210
 --   schema_version   VARCHAR   export schema, e.g. 3.25.0

@@ -13,6 +13,8 @@
 -- instant belongs to at most one step. An ASOF join then places every activity in its piece:
 -- one sort of the activities, no per-kernel scan over ranges.
 --
+-- Reads: activity, launch, nvtx_role_range
+--
 -- Columns:
 --   source         VARCHAR   kernel, memcpy or memset
 --   activity_id    BIGINT    activity_id in the activity view

@@ -5,6 +5,8 @@
 -- (--cuda-graph-trace=graph) is one activity of source and class `graph`: busy GPU time whose
 -- contents are unknown.
 --
+-- Reads: graph_launch, kernel, memcpy
+--
 -- Columns:
 --   source           VARCHAR   kernel, memcpy, memset or graph
 --   activity_id      BIGINT    kernel_id, memcpy_id or graph_launch_id

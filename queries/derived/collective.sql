@@ -8,6 +8,8 @@
 -- numbers a GPU's instances of one op by start time, to match instances across GPUs.
 -- Materialised (CREATE TABLE) when the trace is opened: four analyses read it.
 --
+-- Reads: activity_range, comm_bytes_option, kernel
+--
 -- Columns:
 --   pid            BIGINT    process id
 --   device_id      BIGINT    nsys GPU id

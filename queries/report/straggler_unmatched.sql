@@ -3,6 +3,8 @@
 -- Such ops cannot be paired instance by instance (a capture window cut mid-collective, or
 -- GPUs in different communicators), so the straggler analysis leaves them out and says so.
 --
+-- Reads: collective
+--
 -- Columns:
 --   op          VARCHAR   collective op
 --   pid         BIGINT    process id

@@ -7,6 +7,8 @@
 -- matches, so `model.layers.3, op_id = 17` and `model.layers.3, op_id = 99` are one layer.
 -- `label_index` is the first number in the label. A range may play several roles.
 --
+-- Reads: nvtx_range
+--
 -- Params:
 --   $step_pattern    VARCHAR   -   regular expression for step ranges (--step-pattern)
 --   $layer_pattern   VARCHAR   -   regular expression for layer ranges (--layer-pattern)

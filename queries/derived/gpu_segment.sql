@@ -16,6 +16,8 @@
 -- dropped), so the segments inside any window [a, b) are the seq range between the segments
 -- containing a and b: two ASOF lookups and an equality join instead of a range join.
 --
+-- Reads: activity
+--
 -- Columns:
 --   pid              BIGINT    process id
 --   device_id        BIGINT    nsys GPU id

@@ -9,6 +9,9 @@
 -- GPU_METRICS, described by TARGET_INFO_GPU_METRICS; the analysis does not load them, so the
 -- file's table list (source_table) tells whether they were recorded.
 --
+-- Reads: NVTX_EVENTS, activity, collective, graph_node_origin, kernel, launch, nvtx_range,
+--   nvtx_role_range, nvtx_unloaded, source_table
+--
 -- Columns:
 --   activities               BIGINT    GPU activities (kernels, copies, memsets, graph launches)
 --   api_calls                BIGINT    CUDA runtime and driver calls

@@ -4,6 +4,8 @@
 -- overlap each other both count. pct_of_class is the share of the class's summed time.
 -- Activities with end <= start count as instances with zero time.
 --
+-- Reads: kernel, memcpy
+--
 -- Params:
 --   $top   INTEGER   10   names kept per class
 --

@@ -3,6 +3,8 @@
 -- Every GPU gets all five buckets (zero when empty), in bucket order, so tables and charts
 -- line up across GPUs. A bucket holds gaps with lower_ns <= length < upper_ns.
 --
+-- Reads: gpu_segment
+--
 -- Columns:
 --   pid          BIGINT    process id
 --   device_id    BIGINT    nsys GPU id

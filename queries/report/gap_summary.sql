@@ -5,6 +5,8 @@
 -- gpu_breakdown. Percentiles are discrete (an actual gap length). GPUs without gaps have
 -- count 0 and NULL percentiles.
 --
+-- Reads: gpu_segment
+--
 -- Columns:
 --   pid          BIGINT    process id
 --   device_id    BIGINT    nsys GPU id

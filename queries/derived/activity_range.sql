@@ -15,6 +15,8 @@
 -- creation of its node at capture time, on the capturing thread (graph_node_origin), when the
 -- export records it: the layer ranges are open then, not around the replay.
 --
+-- Reads: activity, graph_node_origin, launch, nvtx_role_range
+--
 -- Columns:
 --   source         VARCHAR   kernel, memcpy, memset or graph
 --   activity_id    BIGINT    activity_id in the activity view

@@ -9,6 +9,8 @@
 -- step_time_ns (graph opaque: CUDA graph launches traced as a whole, where no kernel or copy
 -- is known).
 --
+-- Reads: activity_step, gpu_segment, step_window
+--
 -- Columns:
 --   pid                  BIGINT    process id
 --   device_id            BIGINT    nsys GPU id

@@ -12,6 +12,8 @@
 -- GPU, whoever launched it: a running total of compute time over gpu_segment gives the compute
 -- time before any instant with one ASOF lookup, so a piece's covered time is a difference.
 --
+-- Reads: activity_range, collective, gpu_segment, kernel
+--
 -- Columns:
 --   pid           BIGINT    process id
 --   device_id     BIGINT    nsys GPU id

@@ -9,6 +9,8 @@
 -- are left out. Only the first $max_rows rows by start time are returned, so a huge window stays
 -- bounded; `window_rows` counts them all, so a caller can tell that the list was cut.
 --
+-- Reads: activity, gpu_segment
+--
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
 --   $end_ns     BIGINT   9223372036854775807    window end (trace time), exclusive

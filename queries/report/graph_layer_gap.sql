@@ -7,6 +7,8 @@
 -- report says is missing from the per-layer view for that reason. GPUs without graph kernels
 -- have no row.
 --
+-- Reads: activity_range, graph_node_origin, kernel
+--
 -- Columns:
 --   pid                  BIGINT    process id
 --   device_id            BIGINT    nsys GPU id

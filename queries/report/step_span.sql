@@ -4,6 +4,8 @@
 -- straggler analysis matches collectives. Its span runs from the first GPU's window start to
 -- the last GPU's window end; `name` and `step_index` come from the GPU that sorts first.
 --
+-- Reads: step_window
+--
 -- Columns:
 --   step_ordinal       BIGINT    1 = the first step
 --   name               VARCHAR   step label, e.g. ProfilerStep#12 or step 3

@@ -11,6 +11,8 @@
 -- but its class is a guess, which `unnamed` marks for the report's data-quality notes. A
 -- StringIds id listed twice reads as its smallest value, so no kernel is counted twice.
 --
+-- Reads: CUPTI_ACTIVITY_KIND_KERNEL, StringIds, kernel_class_rule
+--
 -- Columns:
 --   demangled_key   BIGINT    demangledName, -1 when NULL (the kernel view joins the keys)
 --   short_key       BIGINT    shortName, -1 when NULL

@@ -10,6 +10,8 @@
 -- one range covers every replay of the graph: each replay (cudaGraphLaunch) of a range is an
 -- occurrence of its own, as NVIDIA's nvtx_gpu_proj_trace keeps one projected range per launch.
 --
+-- Reads: activity, activity_range, graph_node_origin, grouped_island
+--
 -- Columns:
 --   pid               BIGINT    process id
 --   device_id         BIGINT    nsys GPU id

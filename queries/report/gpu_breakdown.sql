@@ -9,6 +9,8 @@
 -- is the part of it that no kernel or copy covers, the breakdown's fifth part. Graph time hides
 -- no communication: exposed comm and memcpy do not look at it.
 --
+-- Reads: activity, gpu_segment, kernel
+--
 -- Columns:
 --   pid                  BIGINT    process id
 --   device_id            BIGINT    nsys GPU id

@@ -6,6 +6,8 @@
 -- 2(n-1)/n for all-reduce and (n-1)/n for all-gather and reduce-scatter (NCCL's
 -- convention), n being the number of GPUs in the trace that ran the op.
 --
+-- Reads: collective, grouped_island
+--
 -- Columns:
 --   pid            BIGINT    process id
 --   device_id      BIGINT    nsys GPU id

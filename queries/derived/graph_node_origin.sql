@@ -11,6 +11,8 @@
 -- taken per process; when a node has several events, its first one is its creation. Kernels
 -- whose chain does not reach a recorded creation are left out (they keep their cudaGraphLaunch).
 --
+-- Reads: CUDA_GRAPH_EVENTS, CUDA_GRAPH_NODE_EVENTS, kernel
+--
 -- Columns:
 --   kernel_id         BIGINT    kernel_id in the kernel view
 --   pid               BIGINT    process id

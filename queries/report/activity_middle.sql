@@ -6,6 +6,8 @@
 -- no more than $activities activities gets its whole span. Activities with end <= start carry no
 -- time and are left out. `first_ns` is where offsets in the report count from.
 --
+-- Reads: activity
+--
 -- Params:
 --   $activities   BIGINT   1200   activities the window should hold
 --

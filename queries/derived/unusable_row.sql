@@ -17,6 +17,9 @@
 -- before they start.
 -- A new GPU table adds its rows to `gpu_rows`.
 --
+-- Reads: ANALYSIS_DETAILS, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_KERNEL,
+--   CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET
+--
 -- Columns:
 --   source   VARCHAR   raw table: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET or _GRAPH_TRACE
 --   row_id   BIGINT    rowid in that table

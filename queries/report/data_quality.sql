@@ -5,6 +5,8 @@
 -- counted as compute (class other); GPU rows that end before they start, counted with no
 -- time (METRICS.md).
 --
+-- Reads: kernel, memcpy, skipped_row
+--
 -- Columns:
 --   kind     VARCHAR   skipped or kept
 --   source   VARCHAR   raw table the rows come from, e.g. CUPTI_ACTIVITY_KIND_KERNEL

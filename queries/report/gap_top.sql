@@ -8,6 +8,8 @@
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
 -- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
 --
+-- Reads: activity, gpu_segment, graph_launch, kernel, launch, memcpy
+--
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
 --

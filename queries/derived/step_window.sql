@@ -5,6 +5,8 @@
 -- numbers a GPU's steps by window start from 1, so the k-th step can be matched across GPUs. Materialised (CREATE TABLE)
 -- when the trace is opened: the step breakdown and the timeline read it.
 --
+-- Reads: activity_step
+--
 -- Columns:
 --   pid            BIGINT    process id
 --   device_id      BIGINT    nsys GPU id

@@ -7,6 +7,8 @@
 -- of the others' waits. Ties for last go to the lowest (pid, device_id); an instance with no
 -- skew has no last arriver. The straggler is the GPU with the largest caused_wait_ns.
 --
+-- Reads: collective
+--
 -- Columns:
 --   pid                 BIGINT    process id
 --   device_id           BIGINT    nsys GPU id
