@@ -9,8 +9,9 @@
 -- interval of the group: [max(start, reach so far), end), when not empty. Those pieces are
 -- disjoint and together make the union, so sums of duration_ns are union lengths (one window
 -- pass, no island numbering). exposed_ns is the piece minus the union of all compute on the
--- GPU, whoever launched it: a running total of compute time over gpu_segment gives the compute
--- time before any instant with one ASOF lookup, so a piece's covered time is a difference.
+-- GPU, whoever launched it: a running total of compute time over gpu_segment, read at the
+-- segment where the piece starts and the one where it ends, makes its covered time a
+-- difference (a piece's ends are activity starts and ends, which bound segments).
 --
 -- Reads: activity_range, collective, gpu_segment, kernel
 --
@@ -73,26 +74,26 @@ pieces AS (
 ),
 compute_until AS (
     -- compute time on the GPU from its first segment to the end of each segment
-    SELECT pid, device_id, start_ns, end_ns, n_compute > 0 AS computing,
+    SELECT pid, device_id, start_ns, end_ns, duration_ns, n_compute > 0 AS computing,
         sum(CASE WHEN n_compute > 0 THEN duration_ns ELSE 0 END) OVER (
             PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING
         ) AS until_end_ns
     FROM gpu_segment
 ),
 exposed AS (
-    -- compute before instant t: the running total at the end of the segment that starts at or
-    -- before t, less the part of that segment after t when it is computing
+    -- A piece starts at an activity's start or end and ends at an activity's end, so exactly one
+    -- segment starts where it starts and one ends where it ends: the compute time inside it is
+    -- a difference of two running totals, found by equality (no search).
     SELECT p.pid, p.device_id, p.group_id, p.part_id, p.start_ns, p.end_ns,
         p.end_ns - p.start_ns
-            - (coalesce(hi.until_end_ns - CASE WHEN hi.computing
-                THEN greatest(hi.end_ns - p.end_ns, 0) ELSE 0 END, 0)
-              - coalesce(lo.until_end_ns - CASE WHEN lo.computing
-                THEN greatest(lo.end_ns - p.start_ns, 0) ELSE 0 END, 0)) AS exposed_ns
+            - (hi.until_end_ns
+                - (lo.until_end_ns - CASE WHEN lo.computing THEN lo.duration_ns ELSE 0 END))
+            AS exposed_ns
     FROM pieces AS p
-    ASOF LEFT JOIN compute_until AS lo
-        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns <= p.start_ns
-    ASOF LEFT JOIN compute_until AS hi
-        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.start_ns <= p.end_ns
+    JOIN compute_until AS lo
+        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns = p.start_ns
+    JOIN compute_until AS hi
+        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.end_ns = p.end_ns
     WHERE p.part_id = 2
 )
 SELECT e.pid, e.device_id, g.grouping, g.group_key, 'comm' AS part, e.start_ns, e.end_ns,
