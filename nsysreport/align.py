@@ -39,7 +39,7 @@ class FileClock:
 
 
 def session_epoch(utc_epoch_ns: int | None, system_clock_ns: int | None) -> int | None:
-    """UTC of the file's time 0: utcEpochNs + (t - anchor) with t = 0 (NSYS_SCHEMA.md §4.5).
+    """UTC of the file's time 0: utcEpochNs + (t - anchor) with t = 0 (docs/export-format.md).
 
     The anchor is systemClockNs (nsys 2026+: the session clock when utcEpochNs was read), else
     0, the convention community tools use for older exports.

@@ -282,7 +282,7 @@ def gate(
     metrics are whole-trace.
 
     \b
-    Metrics (METRICS.md names; "worst" is the GPU or layer that is worst):
+    Metrics (docs/metrics.md names; "worst" is the GPU or layer that is worst):
       exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span)
       exposed_memcpy_pct     worst GPU, exposed_memcpy_ns as % of step time (or span)
       idle_pct               worst GPU, idle_ns as % of step time (or span)

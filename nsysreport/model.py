@@ -128,7 +128,7 @@ def build_report(
 
 
 def as_json(report: Report) -> dict[str, Any]:
-    """The JSON contract of METRICS.md (schema_version 1), plus a few extra keys."""
+    """The JSON contract of docs/metrics.md (schema_version 1), plus a few extra keys."""
     gpus = []
     for g in report.gpus:
         row = plain(g)

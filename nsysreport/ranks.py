@@ -1,4 +1,4 @@
-"""Which rank each GPU of a multi-file job is, and on which host (NSYS_SCHEMA.md §4.3–4.4).
+"""Which rank each GPU of a multi-file job is, and on which host (docs/export-format.md, "Ranks").
 
 A rank comes from, in order: the file's MPI_RANKS (per process; a PyTorch profiler trace's
 distributedInfo.rank lands there too), a rank variable in the environment nsys recorded when it

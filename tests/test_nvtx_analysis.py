@@ -255,7 +255,7 @@ def test_the_collective_op_comes_from_nvtx_before_the_kernel_name(tmp_path: Path
 
 
 def test_what_if_matches_the_worked_example() -> None:
-    # compute 100, exposed comm 80 (no overlap, no copies, no idle): METRICS.md's example.
+    # compute 100, exposed comm 80 (no overlap, no copies, no idle): docs/metrics.md's example.
     got = what_if(
         {
             "compute_ns": 100,

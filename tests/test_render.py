@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import difflib
+import functools
+import hashlib
 import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -20,6 +23,7 @@ from nsysreport.sections.overview import build_overview
 from nsysreport.synth import Kernel, Memcpy, NvtxRange, Scenario, write_trace
 
 from conftest import REPO
+from golden_sections import cut_sections
 
 GOLDEN = Path(__file__).parent / "golden"
 # A few sample traces, not all: between them every section has something to show, one
@@ -63,8 +67,7 @@ def sample_report(stem: str) -> Report:
 
 @pytest.fixture(scope="module")
 def decode() -> tuple[Report, str]:
-    report = sample_report(GOLDEN_TRACES[0])
-    return report, render_html(report, GENERATED_AT)
+    return golden_report(GOLDEN_TRACES[0])
 
 
 def _unified_diff(expected: str, actual: str, name: str) -> str:
@@ -77,29 +80,72 @@ def _unified_diff(expected: str, actual: str, name: str) -> str:
             n=2,
         )
     )
-    shown = "".join(lines[:120])
-    more = f"\n... {len(lines) - 120} more diff lines" if len(lines) > 120 else ""
+    shown = "".join(lines[:60])
+    more = f"\n... {len(lines) - 60} more diff lines" if len(lines) > 60 else ""
     return shown + more
 
 
+@functools.cache
+def golden_report(stem: str) -> tuple[Report, str]:
+    """A golden trace's report and its HTML, rendered once for all the tests that read them."""
+    report = sample_report(stem)
+    return report, render_html(report, GENERATED_AT)
+
+
+def golden_files(html: str) -> dict[str, str]:
+    """File name -> text of the goldens of one report: the page, then one file per section."""
+    return {f"{name}.html": text + "\n" for name, text in cut_sections(html).items()}
+
+
 @pytest.mark.parametrize("stem", GOLDEN_TRACES)
-def test_the_html_report_matches_its_golden_file(stem: str, update_goldens: bool) -> None:
-    html = render_html(sample_report(stem), GENERATED_AT)
-    golden = GOLDEN / f"{stem}.html"
+def test_every_section_of_the_html_report_matches_its_golden_file(
+    stem: str, update_goldens: bool
+) -> None:
+    rendered = golden_files(golden_report(stem)[1])
+    folder = GOLDEN / stem
     if update_goldens:
-        GOLDEN.mkdir(exist_ok=True)
-        golden.write_text(html, encoding="utf-8")
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in set(p.name for p in folder.glob("*.html")) - set(rendered):
+            (folder / stale).unlink()
+        for name, text in rendered.items():
+            (folder / name).write_text(text, encoding="utf-8")
         return
-    if not golden.is_file():
-        pytest.fail(f"{golden} is missing: run `pytest --update-goldens` and review the diff")
-    expected = golden.read_text(encoding="utf-8")
-    if html != expected:
+    stored = {p.name: p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.html"))}
+    if not stored:
+        pytest.fail(f"{folder} has no goldens: run `pytest --update-goldens` and review the diff")
+    changed = [name for name in rendered if name in stored and stored[name] != rendered[name]]
+    new = [name for name in rendered if name not in stored]
+    gone = [name for name in stored if name not in rendered]
+    if changed or new or gone:
+        problems = [f"{name} differs" for name in changed]
+        problems += [f"{name} is new (no golden)" for name in new]
+        problems += [f"{name} is no longer rendered" for name in gone]
+        diffs = [_unified_diff(stored[name], rendered[name], f"{stem}/{name}") for name in changed]
         pytest.fail(
-            f"the report of {stem} differs from its golden file; if the change is intended, "
-            "run `pytest --update-goldens` and commit the new file.\n"
-            + _unified_diff(expected, html, golden.name),
+            f"the report of {stem} differs from tests/golden/{stem}/: "
+            + "; ".join(problems)
+            + ". If the change is intended, run `pytest --update-goldens` and commit the files.\n"
+            + "\n".join(diffs),
             pytrace=False,
         )
+
+
+@pytest.mark.parametrize("stem", GOLDEN_TRACES)
+def test_every_picture_of_the_golden_reports_is_drawn(stem: str) -> None:
+    """The goldens keep only a digest of each picture: here each is checked to be there whole."""
+    report, html = golden_report(stem)
+    svg = pictures(report, build_overview(report))
+    shown = re.findall(r'<figure class="chart" id="figure-(\w+)">\n<svg', html)
+    assert sorted(shown) == sorted(svg) and len(svg) >= 5
+    for name, markup in svg.items():
+        assert f'id="figure-{name}">\n{markup}\n' in html, f"{name} is not inlined whole"
+        root = ElementTree.fromstring(markup)  # well-formed XML, so every element is closed
+        assert root.tag == "{http://www.w3.org/2000/svg}svg", name
+        x, y, width, height = (float(v) for v in root.attrib["viewBox"].split())
+        assert (x, y, width) == (0, 0, 540) and height > 100, (name, root.attrib["viewBox"])
+        drawn = root.findall(".//{http://www.w3.org/2000/svg}path")
+        labels = root.findall(".//{http://www.w3.org/2000/svg}text")
+        assert len(drawn) >= 10 and len(labels) >= 5, (name, len(drawn), len(labels))
 
 
 def test_the_same_report_renders_to_the_same_bytes_twice(decode: tuple[Report, str]) -> None:
@@ -406,3 +452,26 @@ def test_pictures_do_not_grow_with_the_number_of_kernels(tmp_path: Path) -> None
     assert set(small) == set(large) == {"breakdown", "gaps", "timeline", "what_if"}
     for name in small:
         assert large[name] < 1.25 * small[name], (name, small[name], large[name])
+
+
+def test_the_golden_cut_names_each_section_and_loses_nothing_but_picture_markup() -> None:
+    page = (
+        '<html><head><title>t</title></head><body>\n<header class="h">by <b>us</b></header>\n'
+        '<main>\n<section id="a"><p>1<br>2</p><figure><svg width="10pt" height="5pt">'
+        '<path d="M0"/><path d="M1"/><text x="1">7 ms</text></svg></figure></section>\n</main>\n'
+        "<script>if (1 < 2) {}</script>\n</body></html>"
+    )
+    pieces = cut_sections(page)
+    assert list(pieces) == ["_page", "header", "a"]
+    assert pieces["_page"] == (
+        "<html><head><title>t</title></head><body>\n<!-- section header -->\n<main>\n"
+        "<!-- section a -->\n</main>\n<script>if (1 < 2) {}</script>\n</body></html>"
+    )
+    assert pieces["header"] == '<header class="h">by <b>us</b></header>'
+    digest = hashlib.sha256(page[page.index("<svg") : page.index("</figure>")].encode())
+    assert pieces["a"] == (
+        f'<section id="a"><p>1<br>2</p><figure><svg sha256="{digest.hexdigest()[:12]}" '
+        'size="10pt x 5pt" paths="2">\n  <text>7 ms</text>\n</svg></figure></section>'
+    )
+    with pytest.raises(ValueError, match="line 1: </div> closes p: cannot cut the sections"):
+        cut_sections("<body><section id='a'><p>x</div></section></body>")

@@ -39,7 +39,7 @@ class GapStats:
 
 @dataclass(frozen=True, slots=True)
 class WhatIf:
-    """Projected span of one GPU (or step) under each change; assumptions in METRICS.md."""
+    """Projected span of one GPU (or step) under each change; assumptions in docs/metrics.md."""
 
     compute_2x_ns: int
     comm_2x_ns: int
@@ -97,7 +97,7 @@ def iter_breakdown(m: Any) -> Iterator[tuple[str, int]]:
 
 
 def what_if(m: Mapping[str, Any]) -> WhatIf:
-    """METRICS.md's projections from one breakdown, rounded down to whole ns. Time inside
+    """docs/metrics.md's projections from one breakdown, rounded down to whole ns. Time inside
     graphs traced as a whole (G) is its own part: no change here touches it."""
     c, comm, o = m["compute_ns"], m["comm_ns"], m["overlapped_comm_ns"]
     x, y, i = m["exposed_comm_ns"], m["exposed_memcpy_ns"], m["idle_ns"]

@@ -42,7 +42,7 @@ def bottleneck(
     collectives: Sequence[CollectiveReport],
     stragglers: Stragglers,
 ) -> Bottleneck:
-    """METRICS.md's verdict over all GPUs of the report."""
+    """docs/metrics.md's verdict over all GPUs of the report."""
     span = sum(g.span_ns for g in gpus)
     compute = sum(g.compute_ns for g in gpus)
     exposed_comm = sum(g.exposed_comm_ns for g in gpus)

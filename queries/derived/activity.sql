@@ -1,6 +1,6 @@
 -- activity: every GPU activity (kernel, memcpy, memset) with its one class
 --
--- The unit of the interval algebra in METRICS.md. `activity_id` is unique only together with
+-- The unit of the interval algebra in docs/metrics.md. `activity_id` is unique only together with
 -- `source`. Memcpys and memsets are class `memcpy`. A CUDA graph launch traced as a whole
 -- (--cuda-graph-trace=graph) is one activity of source and class `graph`: busy GPU time whose
 -- contents are unknown.

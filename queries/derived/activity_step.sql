@@ -1,7 +1,7 @@
 -- activity_step: for each GPU activity, the step of its process it belongs to (process-wide)
 --
 -- Materialised (CREATE TABLE) when the trace is opened: step_window and the step breakdown
--- read it. Unlike layers (activity_range, same thread), a step is process-wide (METRICS.md):
+-- read it. Unlike layers (activity_range, same thread), a step is process-wide (docs/metrics.md):
 -- it holds every activity of its process whose launch call starts inside the step range's span
 -- [start, end), on any thread - PyTorch's autograd threads run the backward pass and DDP/FSDP
 -- launch NCCL from their own thread. An activity whose launch call is not in the trace (no

@@ -6,7 +6,7 @@
 -- One sorted sweep per GPU over +1/-1 events gives, for every stretch between consecutive
 -- events, how many activities of each class are running; the seven counters are packed in one
 -- integer so that one running sum does the work of seven. Every union and difference in
--- METRICS.md is then a sum of segment lengths under a predicate, e.g.
+-- docs/metrics.md is then a sum of segment lengths under a predicate, e.g.
 --   busy = n_all > 0;  exposed comm = n_comm > 0 AND n_compute = 0;  gap = n_all = 0.
 -- Events at the same instant may come in any order: the zero-length segments between them
 -- are dropped, and the counts after the last of them are exact. Ends sort before starts so

@@ -6,14 +6,14 @@
 -- `no process id`, `no stream id` (NULL where a time, a GPU or its lane is needed);
 -- `negative time`; `device id out of range` (CUPTI's device ids are 32-bit unsigned: -5 or
 -- INT64_MAX is no GPU, and would report a phantom one); `not a process id`: a globalPid that
--- is negative or has thread bits (the low 24) set, which no export writes (NSYS_SCHEMA.md 4.1)
--- and no launch joins;
+-- is negative or has thread bits (the low 24) set, which no export writes
+-- (docs/export-format.md, "Processes") and no launch joins;
 -- `time outside the capture`: a duration, or a distance from the median start, beyond 10x the
 -- capture duration (ANALYSIS_DETAILS.duration) or, without one, beyond 1e15 ns (11.6 days) -
 -- no capture holds such a value (an end of INT64_MAX, say); `duplicate row`: identical to
 -- another row of its table (start, end, device, stream, correlation id, process, and the
 -- name ids or bytes), whose first copy is kept. Rows with end <= start are usable: they count
--- (kernel_count) but carry no time, as METRICS.md says; data_quality notes the ones that end
+-- (kernel_count) but carry no time, as docs/metrics.md says; data_quality notes the ones that end
 -- before they start.
 -- A new GPU table adds its rows to `gpu_rows`.
 --

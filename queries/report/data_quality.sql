@@ -3,7 +3,7 @@
 -- `skipped`: skipped_row (rows the load could not type, GPU rows the base views leave out).
 -- `kept`: rows counted but not as they claim: kernels with no name at all (kernel_name),
 -- counted as compute (class other); GPU rows that end before they start, counted with no
--- time (METRICS.md).
+-- time (docs/metrics.md).
 --
 -- Reads: kernel, memcpy, skipped_row
 --

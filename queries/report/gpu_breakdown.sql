@@ -1,7 +1,7 @@
 -- gpu_breakdown: per-GPU time breakdown; compute + exposed comm + exposed memcpy + graph opaque
 -- + idle = span
 --
--- Definitions are METRICS.md's interval algebra: every *_ns is the length of a union of
+-- Definitions are docs/metrics.md's interval algebra: every *_ns is the length of a union of
 -- intervals (not a sum) unless the name ends in _sum_ns. Exposed communication is comm time
 -- during which no compute kernel runs on the same GPU, on any stream; exposed memcpy is copy
 -- time with neither compute nor comm running. overlap_pct is NULL when there is no comm. A CUDA

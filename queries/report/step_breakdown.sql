@@ -2,7 +2,7 @@
 --
 -- A step's window on a GPU runs from the first start to the last end of the activities it
 -- contains (step_window; activity_step: launched during the step by any thread of its
--- process). Every metric is METRICS.md's, over all of the GPU's activity clipped to that
+-- process). Every metric is docs/metrics.md's, over all of the GPU's activity clipped to that
 -- window (work launched earlier that runs into the step counts too): the gpu_segment rows
 -- between the window's two ends, the two end segments clipped. Counts are of the activities
 -- the step contains. compute + exposed comm + exposed memcpy + graph opaque + idle =
