@@ -1,14 +1,18 @@
-"""Time each stage of a full report on a large synthetic export with NVTX steps and layers.
+"""Time a full report on large synthetic 8-GPU exports, against the sqlite3 floor and nsys-ai.
 
-Usage: python benchmarks/bench_report.py [--kernels 1000000 5000000] [--repeat 3] [--stages]
-Makes (once, cached in the temp dir) an 8-GPU export via nsysreport.synth: every GPU runs
-steps of 40 layers; each layer is an NVTX range around 4 GEMM/elementwise kernels and one
-all-reduce on a second stream, so 1M kernels come with about 200k NVTX ranges. Then, in fresh
-processes and side by side: the sqlite3 floor (a count and sum over the kernel table), the
-report end to end cold (empty cache), warm (cache present) and with --no-cache, with ratios to
-the floor and peak RSS, and the warm tables alone (other model options, so the report cache
-misses but the table cache hits); with --stages, loading, each derived table (the NVTX projection is
-`activity_range`), each query, the model, HTML and JSON. Figures, not tests.
+Usage: python benchmarks/bench_report.py [--cases 1000000 1000000:5 5000000] [--repeat 3]
+           [--peer-python /path/to/python] [--stages]
+A case is KERNELS[:EMIT]: an 8-GPU export made once (cached in the temp dir) via
+nsysreport.synth, where every GPU runs steps of 40 layers, each layer an NVTX range around 4
+GEMM/elementwise kernels and one all-reduce on a second stream (1M kernels: ~200k NVTX
+ranges); EMIT adds PyTorch emit_nvtx's load, EMIT nested op ranges with unique texts around
+every launch (5: 5.2M ranges at 1M kernels). Then, side by side in fresh processes, --repeat
+rounds of: the sqlite3 floor (a count and sum over the kernel table), the report end to end
+cold (empty cache), warm (report cache), warm with another --top (the report cache misses,
+the trace cache hits), --no-cache, and, with --peer-python, nsys-ai 0.3.0's per-GPU report
+(benchmarks/peer_nsys_ai.py); medians, ratios to the floor and to the peer, peak RSS. With
+--stages, in memory: loading, each derived table, each report query as the model runs it, the
+model, HTML and JSON. Figures, not tests.
 """
 
 from __future__ import annotations
@@ -214,42 +218,58 @@ def floor(path: Path) -> float:
     return time.perf_counter() - t
 
 
+def peer(python: str, path: Path) -> tuple[float, float]:
+    """nsys-ai's per-GPU report, cold, in a fresh process: wall seconds and peak RSS (MB)."""
+    script = Path(__file__).with_name("peer_nsys_ai.py")
+    done = subprocess.run(
+        [python, str(script), str(path)], check=True, capture_output=True, text=True
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["s"], result["rss_mb"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, nargs="+", default=[1_000_000, 5_000_000])
+    parser.add_argument("--cases", nargs="+", default=["1000000", "1000000:5", "5000000"])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--peer-python", help="a Python with nsys-ai 0.3.0 installed")
     parser.add_argument("--stages", action="store_true", help="also time each stage")
     args = parser.parse_args()
-    for n in args.kernels:
+    for case in args.cases:
+        kernels, _, emit = case.partition(":")
         t = time.perf_counter()
-        path = make_trace(n)
+        path = make_trace(int(kernels), int(emit or 0))
         size = path.stat().st_size / 1e6
-        print(
-            f"\n{n:,} kernels: {path} ({size:.0f} MB, made/found in "
-            f"{time.perf_counter() - t:.0f} s)"
+        label = f"{int(kernels) / 1e6:g}M kernels" + (f", emit_nvtx x{emit}" if emit else "")
+        print(f"\n{label}: {path} ({size:.0f} MB, made/found in {time.perf_counter() - t:.0f} s)")
+        runs: dict[str, list[tuple[float, float]]] = {}
+        for _ in range(args.repeat):  # one round of every measurement, then the next round
+            runs.setdefault("floor", []).append((floor(path), 0.0))
+            with tempfile.TemporaryDirectory() as home:
+                runs.setdefault("cold (builds the caches)", []).append(end_to_end(path, Path(home)))
+                runs.setdefault("warm (report cache)", []).append(end_to_end(path, Path(home)))
+                # Another display option: the report cache misses, the trace cache hits.
+                runs.setdefault("warm, another --top", []).append(
+                    end_to_end(path, Path(home), "--top", "9")
+                )
+            with tempfile.TemporaryDirectory() as home:
+                runs.setdefault("--no-cache", []).append(end_to_end(path, Path(home), "--no-cache"))
+            if args.peer_python:
+                runs.setdefault("nsys-ai 0.3.0 per-GPU report", []).append(
+                    peer(args.peer_python, path)
+                )
+        base = statistics.median(s for s, _ in runs.pop("floor"))
+        peer_s = statistics.median(
+            s for s, _ in runs.get("nsys-ai 0.3.0 per-GPU report", []) or [0]
         )
-        floors, cold, warm, tables, nocache = [], [], [], [], []
-        for _ in range(args.repeat):
-            floors.append(floor(path))
-            with tempfile.TemporaryDirectory() as home:
-                cold.append(end_to_end(path, Path(home)))
-                warm.append(end_to_end(path, Path(home)))
-                # Other model options: the report cache misses, the table cache hits.
-                tables.append(end_to_end(path, Path(home), "--top", "9"))
-            with tempfile.TemporaryDirectory() as home:
-                nocache.append(end_to_end(path, Path(home), "--no-cache"))
-        base = statistics.median(floors)
-        print(f"  {'sqlite3 floor':<34} median {base:6.2f} s")
-        for label, runs in (
-            ("cold (builds the caches)", cold),
-            ("warm (report cache)", warm),
-            ("warm tables, other --top", tables),
-            ("--no-cache", nocache),
-        ):
-            s = statistics.median(r[0] for r in runs)
-            rss = max(r[1] for r in runs)
+        print(f"  {'sqlite3 floor':<32} median {base:6.2f} s")
+        for name, measured in runs.items():
+            s = statistics.median(r[0] for r in measured)
+            rss = max(r[1] for r in measured)
+            vs = f"  peer/this {peer_s / s:4.1f}x" if peer_s and "nsys-ai" not in name else ""
             print(
-                f"  {label:<34} median {s:6.2f} s  x{s / base:5.1f} floor  peak RSS {rss:5.0f} MB"
+                f"  {name:<32} median {s:6.2f} s  x{s / base:5.1f} floor  "
+                f"peak RSS {rss:5.0f} MB{vs}"
             )
         if args.stages:
             stages = [
@@ -265,12 +285,13 @@ def main() -> None:
             ]
             print(
                 f"  stages (in memory; {stages[0]['kernels']:,} kernels, "
-                f"{stages[0]['nvtx_ranges']:,} NVTX ranges):"
+                f"{stages[0]['nvtx_ranges']:,} NVTX ranges loaded):"
             )
             for key in stages[0]:
                 if key not in ("kernels", "nvtx_ranges", "rss_mb"):
                     value = statistics.median(r[key] for r in stages)
                     print(f"    {key:<32} median {value:6.2f} s")
+            print(f"    {'peak RSS':<32} {max(r['rss_mb'] for r in stages):6.0f} MB")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from nsysreport import __version__
 from nsysreport.errors import TraceError
+from nsysreport.queries import keep_results, resource_dir
 
 if TYPE_CHECKING:
     import duckdb
@@ -136,7 +137,6 @@ def _logs_beside(trace: Path) -> list[str]:
 def _code_fingerprint() -> str:
     """A digest of what the tables and outputs are made by: the package's Python, the SQL and
     the templates (a checkout edits them without a new version number)."""
-    from nsysreport.queries import resource_dir
 
     files = sorted(Path(__file__).parent.rglob("*.py"))
     for folder in ("queries", "templates"):
@@ -330,6 +330,7 @@ def _build(
         con = connect(tmp)
         try:
             load_into(con, trace, schema, progress, patterns)
+            keep_results(con)
             con.execute("CHECKPOINT")
         finally:
             con.close()

@@ -176,7 +176,40 @@ def run_query(
     unknown = set(given) - {p.name for p in query.params}
     if unknown:
         raise OptionError(f"query {name} has no parameter {sorted(unknown)[0]!r}")
+    if not query.params:
+        kept = _kept_result(con, name)
+        if kept is not None:
+            return kept
     return con.execute(query.sql, _bind(query, given)).pl()
+
+
+# A cached trace keeps the result of every report query that takes no parameter (it depends
+# on the trace and the patterns alone, as the cache does): a run with other display options
+# (--top, --timeline-step) reads them and computes only the few queries those options feed.
+RESULT_TABLE = "result_{}"
+RESULT_ROW = "result_row"  # the query's row order (a table's scan order is not guaranteed)
+
+
+def keep_results(con: duckdb.DuckDBPyConnection) -> None:
+    """Store the result of every parameterless report query in `con` (the cache database)."""
+    import pyarrow as pa
+
+    for query in query_files():
+        if not query.params:
+            table = con.execute(query.sql).arrow().read_all()
+            table = table.append_column(RESULT_ROW, pa.array(range(table.num_rows), pa.int64()))
+            con.from_arrow(table).create(RESULT_TABLE.format(query.name))
+
+
+def _kept_result(con: duckdb.DuckDBPyConnection, name: str) -> pl.DataFrame | None:
+    import duckdb
+
+    try:
+        kept = con.table(RESULT_TABLE.format(name))
+    except duckdb.CatalogException:
+        return None  # not a cached trace, or one loaded in memory
+    columns = [c for c in kept.columns if c != RESULT_ROW]
+    return kept.order(RESULT_ROW).select(*columns).pl()
 
 
 def _bind(query: QueryFile, given: Mapping[str, object]) -> dict[str, object]:

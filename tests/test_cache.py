@@ -32,6 +32,7 @@ from nsysreport.synth import Kernel, Scenario, write_trace
 
 from conftest import real_trace
 
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
 
@@ -487,3 +488,21 @@ def test_a_write_ahead_log_that_appears_beside_the_trace_misses_the_cache(
     (after,) = run_query(open_trace(trace, cache=True), "gpu_breakdown").to_dicts()
     assert (before["span_ns"], before["kernel_count"]) == (180, 2)
     assert (after["span_ns"], after["kernel_count"]) == (450, 3)
+
+
+def test_the_cache_keeps_each_parameterless_result_and_serves_it_unchanged(
+    isolated_cache: Path,
+) -> None:
+    from nsysreport.queries import RESULT_TABLE, query_files
+
+    path = SAMPLES / "llama70b_decode_tp4_nvlink_graphs_node.sqlite"
+    cached, fresh = open_trace(path, cache=True), open_trace(path)
+    plain = [q for q in query_files() if not q.params]
+    assert {"gpu_breakdown", "step_breakdown", "layer_summary"} <= {q.name for q in plain}
+    for query in plain:
+        kept = cached.table(RESULT_TABLE.format(query.name))  # stored, not recomputed
+        assert kept.shape[0] == fresh.execute(query.sql).pl().height
+        assert run_query(cached, query.name).equals(run_query(fresh, query.name)), query.name
+    # Queries with parameters (display options) are computed on each run.
+    with pytest.raises(duckdb.CatalogException):
+        cached.table(RESULT_TABLE.format("kernel_top"))
