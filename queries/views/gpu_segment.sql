@@ -1,0 +1,45 @@
+-- gpu_segment: each GPU's timeline cut into segments by every activity start and end
+--
+-- The segments of the sweep (gpu_sweep, materialised) with their counters unpacked: for every
+-- stretch between consecutive activity events, how many activities of each class are running.
+-- Every union and difference in docs/metrics.md is then a sum of segment lengths under a
+-- predicate, e.g.
+--   busy = n_all > 0;  exposed comm = n_comm > 0 AND n_compute = 0;  gap = n_all = 0.
+-- Activities with end <= start carry no time and are left out; the segments tile
+-- [first start, last end], none of zero length.
+-- `seq` numbers a GPU's segments in time order (with holes where zero-length segments were
+-- dropped), so the segments inside any window [a, b) are the seq range between the segments
+-- containing a and b: two ASOF lookups and an equality join instead of a range join.
+--
+-- Reads: gpu_sweep
+--
+-- Columns:
+--   pid              BIGINT    process id
+--   device_id        BIGINT    nsys GPU id
+--   seq              BIGINT    position in the GPU's sweep (increases with start_ns)
+--   start_ns         BIGINT    segment start
+--   end_ns           BIGINT    segment end
+--   duration_ns      BIGINT    end_ns - start_ns (always > 0)
+--   n_all            BIGINT    activities running
+--   n_compute        BIGINT    compute kernels running (gemm, attention, other)
+--   n_gemm           BIGINT    GEMM kernels running
+--   n_attention      BIGINT    attention kernels running
+--   n_comm           BIGINT    communication kernels running
+--   n_memcpy         BIGINT    memcpys and memsets running
+--   n_graph          BIGINT    CUDA graph launches traced as a whole running
+--   before_key       BIGINT    activity whose event opens the segment: activity_id * 4 +
+--                              source (0 kernel, 1 memcpy, 2 memset, 3 graph)
+--   after_key        BIGINT    activity whose event closes the segment, encoded the same way
+CREATE VIEW gpu_segment AS
+SELECT pid, device_id, seq, start_ns, end_ns, end_ns - start_ns AS duration_ns,
+    (packed & 1023) + ((packed >> 30) & 1023) + ((packed >> 40) & 1023)
+        + ((packed >> 50) & 1023) AS n_all,
+    packed & 1023 AS n_compute,
+    (packed >> 10) & 1023 AS n_gemm,
+    (packed >> 20) & 1023 AS n_attention,
+    (packed >> 30) & 1023 AS n_comm,
+    (packed >> 40) & 1023 AS n_memcpy,
+    (packed >> 50) & 1023 AS n_graph,
+    before_key,
+    after_key
+FROM gpu_sweep
