@@ -15,9 +15,9 @@ from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json, build_report
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
-from nsysreport.rank_files import write_rank_files
-from nsysreport.simulate import TensorParallelConfig, tensor_parallel
 from nsysreport.synth import Kernel, Scenario, write_trace
+from nsysreport.synth.rank_files import write_rank_files
+from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 
 from conftest import REPO
 
