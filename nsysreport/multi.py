@@ -24,7 +24,7 @@ from nsysreport.patterns import Patterns
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
-from nsysreport.sections.kernels import KernelSummary
+from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import across_gpus
 from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.timeline import (
@@ -67,6 +67,7 @@ class FilePart:
     epoch_ns: int | None  # UTC of the file's time 0, from its session start
     instances: pl.DataFrame  # op, ordinal, pid, device_id, start_ns, end_ns
     middle: dict[str, Any] | None  # activity_middle's row, in the file's clock
+    kernel_totals: pl.DataFrame  # the kernel_gpu_total view: per GPU and kernel name
 
 
 def analyse_file(job: FileJob) -> FilePart:
@@ -92,6 +93,7 @@ def analyse_file(job: FileJob) -> FilePart:
         epoch_ns=session_epoch(*session) if session else None,
         instances=instances,
         middle=middle[0] if middle else None,
+        kernel_totals=con.table("kernel_gpu_total").pl(),
     )
 
 
@@ -261,7 +263,7 @@ def merge(
         layers_across=across,
         collectives=tuple(collectives),
         stragglers=stragglers,
-        top_kernels=_top_kernels([k for p in parts for k in p.report.top_kernels], top),
+        top_kernels=_top_kernels(parts, ranks, top),
         bottleneck=verdict,
         ranks=tuple(sorted(infos, key=lambda i: (i.rank, i.file, i.pid, i.device_id))),
         clocks=tuple(clocks),
@@ -287,28 +289,22 @@ def _stragglers(
     from nsysreport.load import connect
     from nsysreport.queries import run_query
 
-    keys = sorted(ranks, key=lambda k: (ranks[k][0], k))
+    keys = _stand_ins(ranks)
     stand_in = {k: i for i, k in enumerate(keys)}
-    frames = []
-    for part, clock in zip(parts, clocks, strict=True):
-        mapping = pl.DataFrame(
-            [(pid, dev, stand_in[(f, pid, dev)]) for f, pid, dev in keys if f == part.name],
-            schema={"pid": pl.Int64, "device_id": pl.Int64, "gpu": pl.Int64},
-            orient="row",
-        )
-        frames.append(
-            part.instances.join(mapping, on=("pid", "device_id")).select(
-                "op",
-                "ordinal",
-                pid=pl.col("gpu"),
-                device_id=pl.lit(0, pl.Int64),
+    collective = pl.concat(
+        [
+            _on_stand_ins(
+                part.instances,
+                part.name,
+                stand_in,
                 start_ns=pl.col("start_ns") + clock.offset_ns,
                 end_ns=pl.col("end_ns") + clock.offset_ns,
             )
-        )
-    collective = pl.concat(frames)  # noqa: F841 (DuckDB reads it by name)
+            for part, clock in zip(parts, clocks, strict=True)
+        ]
+    )
     con = connect()
-    con.execute("CREATE TABLE collective AS SELECT * FROM collective")
+    con.register("collective", collective)
     gpus = []
     for row in run_query(con, "straggler_gpu").to_dicts():
         file, pid, dev = keys[row.pop("pid")]
@@ -327,43 +323,46 @@ def _stragglers(
     return stragglers_of(tuple(gpus), tuple(unmatched))
 
 
-def _top_kernels(kernels: Sequence[KernelSummary], top: int) -> tuple[KernelSummary, ...]:
-    """kernel_top over all files: per-file sums added, shares and ranks within class redone."""
-    by_name: dict[tuple[str, str], list[KernelSummary]] = {}
-    for k in kernels:
-        by_name.setdefault((k.kernel_class, k.name), []).append(k)
-    merged = []
-    for (cls, name), group in by_name.items():
-        instances = sum(k.instances for k in group)
-        total = sum(k.total_ns for k in group)
-        merged.append(
-            KernelSummary(
-                cls,
-                name,
-                0,
-                instances,
-                sum(k.gpus for k in group),
-                total,
-                total / instances if instances else 0.0,
-                max(k.max_ns for k in group),
-                None,
-            )
-        )
-    out = []
-    for cls in sorted({k.kernel_class for k in merged}):
-        ranked = sorted(
-            (k for k in merged if k.kernel_class == cls), key=lambda k: (-k.total_ns, k.name)
-        )
-        class_total = sum(k.total_ns for k in ranked)
-        out += [
-            replace(
-                k,
-                name_rank=i,
-                pct_of_class=100.0 * k.total_ns / class_total if class_total else None,
-            )
-            for i, k in enumerate(ranked[:top], start=1)
-        ]
-    return tuple(out)
+def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> list[GpuKey]:
+    """Every GPU of every file in rank order: a GPU's position is its stand-in pid when the
+    files' rows meet in one query, which keys GPUs by (pid, device_id), a pair files can repeat
+    (device_id is then 0)."""
+    return sorted(ranks, key=lambda k: (ranks[k][0], k))
+
+
+def _on_stand_ins(
+    frame: pl.DataFrame, file: str, stand_in: dict[GpuKey, int], **shifted: pl.Expr
+) -> pl.DataFrame:
+    """`frame` (one file's rows, keyed by pid and device_id) on the stand-in GPU ids."""
+    import polars as pl
+
+    mapping = pl.DataFrame(
+        [(pid, dev, i) for (f, pid, dev), i in stand_in.items() if f == file],
+        schema={"pid": pl.Int64, "device_id": pl.Int64, "gpu": pl.Int64},
+        orient="row",
+    )
+    keyed = frame.join(mapping, on=("pid", "device_id"))
+    return keyed.with_columns(pid=pl.col("gpu"), device_id=pl.lit(0, pl.Int64), **shifted).drop(
+        "gpu"
+    )
+
+
+def _top_kernels(
+    parts: Sequence[FilePart], ranks: dict[GpuKey, tuple[int, str]], top: int
+) -> tuple[KernelSummary, ...]:
+    """kernel_top over every file's per-GPU kernel totals at once: the one-file query."""
+    import polars as pl
+
+    from nsysreport.load import connect
+
+    stand_in = {k: i for i, k in enumerate(_stand_ins(ranks))}
+    totals = pl.concat([_on_stand_ins(p.kernel_totals, p.name, stand_in) for p in parts])
+    con = connect()
+    try:
+        con.register("kernel_gpu_total", totals)
+        return build_kernels(con, top)
+    finally:
+        con.close()
 
 
 def _timeline(
@@ -419,23 +418,32 @@ def _timeline(
 
 
 def _step_spans(report: Report) -> list[dict[str, Any]]:
-    """step_span.sql over the merged steps: the k-th step of every GPU is one step of the job."""
-    by_ordinal: dict[int, list[Any]] = {}
-    for s in report.steps:  # in rank order, so the first is the GPU that sorts first
-        by_ordinal.setdefault(s.ordinal, []).append(s)
-    spans = []
-    for ordinal, group in sorted(by_ordinal.items()):
-        start, end = min(s.start_ns for s in group), max(s.end_ns for s in group)
-        spans.append(
-            {
-                "step_ordinal": ordinal,
-                "name": group[0].name,
-                "step_index": group[0].index,
-                "gpus": len(group),
-                "start_ns": start,
-                "end_ns": end,
-                "duration_ns": end - start,
-                "max_step_time_ns": max(s.step_time_ns for s in group),
-            }
-        )
-    return spans
+    """step_span.sql over the merged steps (already on one clock and in rank order): the k-th
+    step of every GPU is one step of the job; the GPU that sorts first names it."""
+    import polars as pl
+
+    from nsysreport.load import connect
+    from nsysreport.queries import run_query
+
+    windows = pl.DataFrame(
+        [
+            (i, 0, s.ordinal, s.name, s.index, s.start_ns, s.end_ns)
+            for i, s in enumerate(report.steps)  # position: a stand-in pid in rank order
+        ],
+        schema={
+            "pid": pl.Int64,
+            "device_id": pl.Int64,
+            "step_ordinal": pl.Int64,
+            "name": pl.String,
+            "step_index": pl.Int64,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+        },
+        orient="row",
+    )
+    con = connect()
+    try:
+        con.register("step_window", windows)
+        return run_query(con, "step_span").to_dicts()
+    finally:
+        con.close()

@@ -2,9 +2,10 @@
 --
 -- Time here is the sum of durations (as nsys's cuda_gpu_kern_sum reports it), so kernels that
 -- overlap each other both count. pct_of_class is the share of the class's summed time.
--- Activities with end <= start count as instances with zero time.
+-- Activities with end <= start count as instances with zero time. Reads per-GPU totals
+-- (kernel_gpu_total), so a report over many files ranks their concatenation the same way.
 --
--- Reads: kernel, memcpy
+-- Reads: kernel_gpu_total
 --
 -- Params:
 --   $top   INTEGER   10   names kept per class
@@ -19,19 +20,14 @@
 --   mean_ns        DOUBLE    mean duration
 --   max_ns         BIGINT    longest instance
 --   pct_of_class   DOUBLE    share of the class's summed time, 0-100
-WITH items AS (
-    SELECT class, name, pid, device_id, greatest(duration_ns, 0) AS duration_ns FROM kernel
-    UNION ALL
-    SELECT 'memcpy', name, pid, device_id, greatest(duration_ns, 0) FROM memcpy
-),
-by_name AS (
+WITH by_name AS (
     SELECT class, name,
-        count(*) AS instances,
-        count(DISTINCT (pid, device_id)) AS gpus,
-        sum(duration_ns)::BIGINT AS total_ns,
-        avg(duration_ns) AS mean_ns,
-        max(duration_ns) AS max_ns
-    FROM items
+        sum(instances)::BIGINT AS instances,
+        count(*) AS gpus,
+        sum(total_ns)::BIGINT AS total_ns,
+        sum(total_ns)::DOUBLE / sum(instances) AS mean_ns,
+        max(max_ns) AS max_ns
+    FROM kernel_gpu_total
     GROUP BY class, name
 ),
 ranked AS (

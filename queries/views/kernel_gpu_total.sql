@@ -1,0 +1,27 @@
+-- kernel_gpu_total: per GPU, each kernel name's (and copy kind's) instances and summed time
+--
+-- What kernel_top ranks. A report over several files concatenates each file's rows (with a
+-- stand-in GPU id per file's GPU, nsysreport.multi) and runs the same kernel_top over them,
+-- so one definition serves one file and many. Activities with end <= start count as instances
+-- with zero time.
+--
+-- Reads: kernel, memcpy
+--
+-- Columns:
+--   pid         BIGINT    process id
+--   device_id   BIGINT    nsys GPU id
+--   class       VARCHAR   comm, attention, gemm, other or memcpy
+--   name        VARCHAR   demangled kernel name, or [CUDA memcpy <kind>]
+--   instances   BIGINT    how many times it ran on this GPU
+--   total_ns    BIGINT    sum of durations
+--   max_ns      BIGINT    longest instance
+CREATE VIEW kernel_gpu_total AS
+WITH items AS (
+    SELECT class, name, pid, device_id, greatest(duration_ns, 0) AS duration_ns FROM kernel
+    UNION ALL
+    SELECT 'memcpy', name, pid, device_id, greatest(duration_ns, 0) FROM memcpy
+)
+SELECT pid, device_id, class, name, count(*) AS instances, sum(duration_ns)::BIGINT AS total_ns,
+    max(duration_ns) AS max_ns
+FROM items
+GROUP BY pid, device_id, class, name
