@@ -89,6 +89,8 @@ def _figure(
     """A figure whose SVG is deterministic (fixed ids, no date, bundled font) and keeps text
     as text. `name` salts the ids so that several pictures can share one HTML page."""
     # No pyplot: it would register every figure with its window manager, for nothing here.
+    # Lazy: matplotlib costs 0.35 s of start-up (python -X importtime); a warm run, which
+    # writes the pages it kept, draws nothing.
     from matplotlib import rc_context
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -386,7 +388,7 @@ def loss_chart(c: Comparison) -> str:
     labels = [_text(x.label) for x in c.configs]
     with _figure("loss", WIDTH, 0.5 * len(labels) + 1.2) as (_, ax, buffer):
         for i, x in enumerate(c.configs):
-            ideal = x.mean_step_time_ns - x.loss["total_ns"]
+            ideal = x.ideal_step_time_ns
             ax.barh(i, ideal / 1e3, color="#DDDDDD", height=0.6, label="ideal" if i == 0 else None)
             left = ideal
             keys = {**PART_KEYS, GRAPH_PART: "graph_opaque_ns"}

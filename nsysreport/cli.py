@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
 
-from nsysreport import __version__
+from nsysreport import __version__, cache_files, gate_budget, gate_output, outputs, queries
+from nsysreport.analysis import open_report
+from nsysreport.compare import as_json, compare, input_files, load_inputs
 from nsysreport.errors import NsysReportError, OptionError
+from nsysreport.gate import GateResult, evaluate
 from nsysreport.inputs import expand_inputs
-from nsysreport.writes import Input, Output, Writer, check_outputs, write_all
+from nsysreport.load import open_trace
+from nsysreport.patterns import parse_patterns
+from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
+from nsysreport.summary import print_comparison, print_summary
+from nsysreport.workers import default_jobs
+from nsysreport.writes import Input, Output, check_outputs, write_all
 
 app = typer.Typer(
     add_completion=False,
@@ -159,69 +165,41 @@ def report(
     ranks from MPI_RANKS, the launcher's rank variable in the capture, else file order; clocks
     aligned from the session start, then from the collectives' end times.
     """
-    from nsysreport import outputs
-    from nsysreport.patterns import parse_patterns
 
     def work() -> None:
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], comm_bytes or [])
-        if paper.lower() not in ("a4", "letter"):
+        if paper.lower() not in PAPER_SIZES:
             raise OptionError(f"--paper {paper!r}: expected A4 or letter")
         paths = expand_inputs(traces)
-        window = _parse_range(timeline_range)
-        options = (top, timeline_step, window)
-        files = _page_outputs(
-            output or default_output(paths), pdf, "-o" if output else "the default -o"
+        options = (top, timeline_step, _parse_range(timeline_range))
+        default = output is None
+        files = outputs.page_outputs(
+            output or outputs.default_output(paths), pdf, "the default -o" if default else "-o"
         )
         if json_path is not None and str(json_path) != "-":
             files.append(Output("--json", json_path))
         check_outputs(files, [Input("input trace", p) for p in paths])
-        want_json = json_path is not None
+        run = {"jobs": jobs or default_jobs(), "scheduler": scheduler, "align": not no_align}
         with _progress(quiet) as progress:
             progress("checking the trace")
-            if len(paths) == 1:
-                made = outputs.one_trace(
-                    paths[0], patterns, options, not no_cache, want_json, _generated_at(), progress
-                )
-            else:
-                from nsysreport.workers import default_jobs
-
-                run = {
-                    "jobs": jobs or default_jobs(),
-                    "scheduler": scheduler,
-                    "align": not no_align,
-                }
-                made = outputs.several_traces(
-                    paths,
-                    patterns,
-                    options,
-                    not no_cache,
-                    want_json,
-                    _generated_at(),
-                    progress,
-                    run,
-                )
+            made = outputs.report_outputs(
+                paths,
+                patterns,
+                options,
+                not no_cache,
+                json_path is not None,
+                generated_now(),
+                progress,
+                run,
+            )
         text = made.json_text or ""
-        write_all([(f, _writer(f, made.html, text, paper)) for f in files])
+        write_all([(f, outputs.writer(f, made.html, text, paper)) for f in files])
         if str(json_path) == "-":
             sys.stdout.write(text)
         elif not quiet:
-            from nsysreport.summary import print_summary
-
             print_summary(made.model(), [f.path for f in files])
 
     _run(work)
-
-
-def default_output(paths: Sequence[Path]) -> Path:
-    """TRACE.report.html beside one trace; PREFIX-Nfiles.report.html beside the first of several."""
-    first = paths[0]
-    if len(paths) == 1:
-        stem = first.name.removesuffix(".sqlite").removesuffix(".gz").removesuffix(".json")
-        return first.with_name(stem + ".report.html")
-    # The shared start of the names (rank_0, rank_1, ... -> rank), cut back to a word.
-    shared = os.path.commonprefix([p.name for p in paths])  # noqa: RUF071 (names, not paths)
-    prefix = shared.rstrip("0123456789_-.") or "ranks"
-    return first.with_name(f"{prefix}-{len(paths)}files.report.html")
 
 
 @app.command("gate")
@@ -297,20 +275,11 @@ def gate(
       exposed_comm_ns        worst GPU's exposed_comm_ns
       idle_ns                worst GPU's idle_ns
     """
-    from nsysreport import gate as g
-    from nsysreport import gate_output as out
-    from nsysreport.patterns import parse_patterns
 
-    def work() -> g.GateResult:
+    def work() -> GateResult:
         options = (("max", max_), ("min", min_), ("max-regression", max_regression))
-        checks = tuple(g.parse_check(kind, item) for kind, items in options for item in items or [])
-        cli = g.Budget(checks, baseline, min_steps)
-        found = g.load_budget(budget) if budget is not None else g.find_budget(Path.cwd())
-        plan = g.merge(found, cli)
-        if not plan.checks and plan.min_steps is None:
-            raise OptionError("nothing to check: give --max, --min, --max-regression or --budget")
-        if plan.baseline is None and any(c.kind == "max-regression" for c in plan.checks):
-            raise OptionError("--max-regression needs --baseline (or baseline = in the budget)")
+        checks = [(kind, item) for kind, items in options for item in items or []]
+        plan = gate_budget.plan(budget, Path.cwd(), checks, baseline, min_steps)
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], [])
         named = (("--junit", junit), ("--markdown", markdown), ("--json", json_path))
         files = [Output(option, path) for option, path in named if path is not None]
@@ -320,16 +289,16 @@ def gate(
         budget_file = budget or Path("pyproject.toml")  # find_budget reads ./pyproject.toml
         check_outputs(files, [*reads, Input("budget file", budget_file)])
         cache = not no_cache
-        base = None if plan.baseline is None else g.load_report(plan.baseline, patterns, cache)
-        report = g.load_report(trace, patterns, cache)
+        base = None if plan.baseline is None else open_report(plan.baseline, patterns, cache)
+        report = open_report(trace, patterns, cache)
         base_name = None if plan.baseline is None else str(plan.baseline)
-        result = g.evaluate(report, str(trace), plan, base, base_name)
+        result = evaluate(report, str(trace), plan, base, base_name)
         texts = {
-            "--junit": out.to_junit(result),
-            "--markdown": out.to_markdown(result),
-            "--json": json.dumps(out.to_json(result), indent=2) + "\n",
+            "--junit": gate_output.to_junit(result),
+            "--markdown": gate_output.to_markdown(result),
+            "--json": json.dumps(gate_output.to_json(result), indent=2) + "\n",
         }
-        write_all([(f, _text(texts[f.option])) for f in files])
+        write_all([(f, outputs.text_writer(texts[f.option])) for f in files])
         return result
 
     try:
@@ -338,7 +307,7 @@ def gate(
         # The issue's contract for gate: usage *and* input errors (a bad trace) exit 2, so a
         # CI job can tell "the gate failed" (1) from "the gate could not run" (2).
         raise typer.Exit(2) from exc
-    out.print_table(result)
+    gate_output.print_table(result)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -348,13 +317,7 @@ def list_queries() -> None:
 
     Example: nsysreport queries
     """
-    from nsysreport.queries import query_files, view_files
-
-    width = max(len(q.name) for q in query_files())
-    for q in query_files():
-        params = " ".join(f"${p.name}={p.default}" for p in q.params)
-        typer.echo(f"{q.name:<{width}}  {q.summary}" + (f"  [{params}]" if params else ""))
-    typer.echo("\nViews (usable in any query): " + ", ".join(v.name for v in view_files()))
+    typer.echo(queries.listing())
 
 
 @app.command("query")
@@ -372,20 +335,12 @@ def query(
 
     Example: nsysreport query gap_top trace.sqlite --param top=5 --csv
     """
-    from nsysreport.load import open_trace
-    from nsysreport.queries import find_query, run_query
 
     def work() -> None:
         params = _parse_params(param or [])
-        find_query(name)  # an unknown name fails before the trace is loaded
-        frame = run_query(open_trace(trace, cache=not no_cache), name, params)
-        if csv:
-            sys.stdout.write(frame.write_csv())
-        else:
-            import polars as pl
-
-            with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
-                typer.echo(str(frame))
+        queries.find_query(name)  # an unknown name fails before the trace is loaded
+        frame = queries.run_query(open_trace(trace, cache=not no_cache), name, params)
+        sys.stdout.write(queries.frame_text(frame, csv))
 
     _run(work)
 
@@ -422,13 +377,10 @@ def compare_command(
 
     Example: nsysreport compare tp2=run_tp2.sqlite tp4=run_tp4.sqlite tp8=run_tp8.sqlite
     """
-    from nsysreport.compare import as_json, compare, input_files, load_inputs
-    from nsysreport.patterns import parse_patterns
-    from nsysreport.render import render_compare_html
 
     def work() -> None:
         patterns = parse_patterns(step_pattern, layer_pattern, [], [])
-        files = _page_outputs(output, pdf, "-o")
+        files = outputs.page_outputs(output, pdf, "-o")
         if json_path is not None and str(json_path) != "-":
             files.append(Output("--json", json_path))
         check_outputs(files, [Input("input", p) for p in input_files(inputs)])
@@ -436,14 +388,12 @@ def compare_command(
             progress("loading the configurations")
             configs = load_inputs(inputs, patterns, cache=not no_cache)
             comparison = compare(configs, baseline, tokens_per_step)
-            html = render_compare_html(comparison, _generated_at())
+            html = render_compare_html(comparison, generated_now())
         text = json.dumps(as_json(comparison), indent=2) + "\n" if json_path is not None else ""
-        write_all([(f, _writer(f, html, text)) for f in files])
+        write_all([(f, outputs.writer(f, html, text)) for f in files])
         if str(json_path) == "-":
             sys.stdout.write(text)
         elif not quiet:
-            from nsysreport.summary import print_comparison
-
             print_comparison(comparison, [f.path for f in files])
 
     _run(work)
@@ -462,9 +412,7 @@ def cache_clear() -> None:
 
     Example: nsysreport cache clear
     """
-    from nsysreport.cache import cache_dir, clear
-
-    typer.echo(f"Removed {clear()} cache file(s) from {cache_dir()}")
+    typer.echo(f"Removed {cache_files.clear()} cache file(s) from {cache_files.cache_dir()}")
 
 
 @cache_app.command("dir")
@@ -473,9 +421,7 @@ def cache_where() -> None:
 
     Example: du -sh "$(nsysreport cache dir)"
     """
-    from nsysreport.cache import cache_dir
-
-    typer.echo(str(cache_dir()))
+    typer.echo(str(cache_files.cache_dir()))
 
 
 def _parse_params(items: list[str]) -> dict[str, str]:
@@ -486,35 +432,6 @@ def _parse_params(items: list[str]) -> dict[str, str]:
             raise OptionError(f"--param {item!r}: expected NAME=VALUE")
         params[key] = value
     return params
-
-
-def _generated_at() -> str:
-    """UTC time of the report; SOURCE_DATE_EPOCH (the reproducible-builds convention) fixes it."""
-    epoch = os.environ.get("SOURCE_DATE_EPOCH")
-    moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
-    return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def _page_outputs(out: Path, pdf: bool, option: str) -> list[Output]:
-    """The HTML at `out` (or only a PDF when it ends in .pdf), and on request a PDF beside it."""
-    if out.suffix.lower() == ".pdf" or not pdf:
-        return [Output(option, out)]
-    return [Output(option, out), Output("--pdf", out.with_suffix(".pdf"))]
-
-
-def _writer(output: Output, html: str, json_text: str, paper: str = "A4") -> Writer:
-    """What writes `output`: the JSON text for --json, else the page as PDF (by suffix) or HTML."""
-    if output.option == "--json":
-        return _text(json_text)
-    if output.path.suffix.lower() == ".pdf":
-        from nsysreport.render import write_pdf
-
-        return lambda tmp: write_pdf(html, tmp, paper)
-    return _text(html)
-
-
-def _text(text: str) -> Writer:
-    return lambda tmp: tmp.write_text(text, encoding="utf-8")
 
 
 def _parse_range(text: str | None) -> tuple[int | None, int | None]:
@@ -535,7 +452,7 @@ def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
     if quiet or not sys.stderr.isatty():
         yield lambda message: None
         return
-    from rich.console import Console
+    from rich.console import Console  # lazy: 50 ms of start-up (python -X importtime)
 
     with Console(stderr=True).status("nsysreport") as status:
         yield lambda message: status.update(f"nsysreport: {message}")

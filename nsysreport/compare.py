@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nsysreport.analysis import open_report
 from nsysreport.errors import OptionError, TraceError
+from nsysreport.inputs import expand_inputs
+from nsysreport.model import Report
 from nsysreport.patterns import Patterns
+from nsysreport.sections.collectives import CollectiveReport
 from nsysreport.sections.layers import OUTSIDE
+from nsysreport.units import fmt_ns
 
 PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
 # Time inside CUDA graphs traced as a whole: a part of the loss split only when some
-# configuration has it (a report JSON from before CUDA graph support has no such key).
+# configuration has it.
 GRAPH_PART = "graph_opaque_ns"
 
 
@@ -36,6 +42,15 @@ class Config:
     breakdown: dict[str, float]  # PARTS, mean per step and GPU; sums to mean_step_time_ns
     loss: dict[str, float]  # PARTS and total_ns: mean step time minus the ideal, by part
 
+    @property
+    def ideal_step_time_ns(self) -> float:
+        """The mean step time linear scaling from the baseline would give."""
+        return self.mean_step_time_ns - self.loss["total_ns"]
+
+    @property
+    def scaling_efficiency_pct(self) -> float:
+        return 100 * self.scaling_efficiency
+
 
 @dataclass(frozen=True, slots=True)
 class Comparison:
@@ -47,25 +62,24 @@ class Comparison:
     collectives: tuple[dict[str, Any], ...]  # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}}
     notes: tuple[str, ...]  # what could not be compared fairly, and why
 
+    @property
+    def graph_part(self) -> bool:
+        """Some configuration has time inside CUDA graphs traced as a whole: the loss has
+        that part too."""
+        return any(GRAPH_PART in x.loss for x in self.configs)
+
 
 def load_inputs(
     specs: Sequence[str], patterns: Patterns, cache: bool = False
-) -> list[tuple[str, dict[str, Any]]]:
-    """`[label=]path` -> (label, report JSON); a .json is a saved report unless it is a PyTorch
+) -> list[tuple[str, Report]]:
+    """`[label=]path` -> (label, report); a .json is a saved report unless it is a PyTorch
     profiler trace, a directory the per-rank files of one configuration, anything else a trace."""
-    from nsysreport.model import as_json
-    from nsysreport.outputs import report_of, saved_json
-
     loaded = []
     for spec in specs:
         label, path = _split_label(spec)
-        saved = saved_json(path)
-        if saved is not None:
-            loaded.append((label, _checked_report(path, saved)))
-            continue
-        loaded.append((label, as_json(report_of(path, patterns, cache))))
+        loaded.append((label, open_report(path, patterns, cache)))
     labels = _short_labels([label for label, _ in loaded], specs)
-    loaded = [(label, data) for label, (_, data) in zip(labels, loaded, strict=True)]
+    loaded = [(label, report) for label, (_, report) in zip(labels, loaded, strict=True)]
     if len(set(labels)) != len(labels):
         raise OptionError(f"two inputs share a label ({', '.join(labels)}); name them LABEL=PATH")
     return loaded
@@ -73,8 +87,6 @@ def load_inputs(
 
 def input_files(specs: Sequence[str]) -> list[Path]:
     """Every file the inputs name (a directory's per-rank files), so no output replaces one."""
-    from nsysreport.inputs import expand_inputs
-
     return [file for spec in specs for file in expand_inputs([str(_split_label(spec)[1])])]
 
 
@@ -102,64 +114,58 @@ def _split_label(spec: str) -> tuple[str, Path]:
     return path.name.removesuffix(".json").removesuffix(".sqlite"), path
 
 
-def _checked_report(path: Path, data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict) or data.get("schema_version") != 1 or "gpus" not in data:
-        raise TraceError(
-            f"{path}: is not an nsysreport report (write one with: "
-            f"nsysreport report TRACE --json {path.name})"
-        )
-    return data
-
-
 def compare(
-    inputs: Sequence[tuple[str, dict[str, Any]]],
+    inputs: Sequence[tuple[str, Report]],
     baseline: str | None = None,
     tokens_per_step: int | None = None,
 ) -> Comparison:
-    """Scaling of `inputs` against the baseline (the fewest GPUs unless named)."""
+    """Scaling of the labelled reports against the baseline (the fewest GPUs unless named)."""
     if len(inputs) < 2:
         raise OptionError("compare needs at least two configurations")
     notes: list[str] = []
-    with_steps = [label for label, data in inputs if data["steps"]]
+    with_steps = [label for label, report in inputs if report.steps]
     basis = "steps" if len(with_steps) == len(inputs) else "span"
     if basis == "span" and with_steps:
-        without = ", ".join(label for label, data in inputs if not data["steps"])
+        without = ", ".join(label for label, report in inputs if not report.steps)
         notes.append(
             f"Step time is each GPU's whole trace window, not a step: {without} "
             "has no NVTX step ranges, so steps cannot be compared."
         )
-    ordered = sorted(inputs, key=lambda item: len(item[1]["gpus"]))  # stable: ties keep order
+    empty = next((label for label, report in inputs if not report.gpus), None)
+    if empty is not None:
+        raise TraceError(f"{empty}: has no GPUs (no GPU activity); nothing to compare")
+    ordered = sorted(inputs, key=lambda item: len(item[1].gpus))  # stable: ties keep order
     labels = [label for label, _ in ordered]
     base_label = baseline or labels[0]
     if base_label not in labels:
         raise OptionError(f"--baseline {base_label!r}: not one of {', '.join(labels)}")
-    graphs = any(r.get(GRAPH_PART) for _, data in ordered for r in data["gpus"])
+    graphs = any(g.graph_opaque_ns for _, report in ordered for g in report.gpus)
     parts = (*PARTS, GRAPH_PART) if graphs else PARTS
-    measured = {label: _measure(data, basis, parts) for label, data in ordered}
+    measured = {label: _measure(report, basis, parts) for label, report in ordered}
     base = measured[base_label]
     configs = []
-    for label, data in ordered:
+    for label, report in ordered:
         m = measured[label]
-        ideal = base["gpus"] and m["gpus"] / base["gpus"]
-        speedup = base["median"] / m["median"] if m["median"] else 0.0
-        ideal_mean = base["mean"] * base["gpus"] / m["gpus"]
-        loss = {p: m["parts"][p] - base["parts"][p] * base["gpus"] / m["gpus"] for p in parts}
-        loss["total_ns"] = m["mean"] - ideal_mean
-        rate = 1e9 / m["median"] if m["median"] else 0.0
+        ideal = base.gpus and m.gpus / base.gpus
+        speedup = base.median / m.median if m.median else 0.0
+        ideal_mean = base.mean * base.gpus / m.gpus
+        loss = {p: m.parts[p] - base.parts[p] * base.gpus / m.gpus for p in parts}
+        loss["total_ns"] = m.mean - ideal_mean
+        rate = 1e9 / m.median if m.median else 0.0
         configs.append(
             Config(
                 label=label,
-                traces=tuple(t["path"] for t in data["traces"]),
-                gpus=m["gpus"],
-                steps=m["steps"],
-                simulated=any(t.get("simulated") for t in data["traces"]),
-                step_time_ns=m["median"],
-                mean_step_time_ns=m["mean"],
+                traces=tuple(t.path for t in report.traces),
+                gpus=m.gpus,
+                steps=m.steps,
+                simulated=any(t.simulated for t in report.traces),
+                step_time_ns=m.median,
+                mean_step_time_ns=m.mean,
                 throughput=rate * (tokens_per_step or 1),
                 speedup=speedup,
                 ideal_speedup=ideal,
                 scaling_efficiency=speedup / ideal if ideal else 0.0,
-                breakdown=m["parts"],
+                breakdown=m.parts,
                 loss=loss,
             )
         )
@@ -175,35 +181,59 @@ def compare(
     )
 
 
-def _measure(data: dict[str, Any], basis: str, parts: Sequence[str]) -> dict[str, Any]:
+def compare_reports(
+    reports: Sequence[Report],
+    labels: Sequence[str],
+    baseline: str | None = None,
+    tokens_per_step: int | None = None,
+) -> Comparison:
+    """`compare` of reports named by `labels`, in the same order."""
+    if len(labels) != len(reports):
+        raise OptionError(f"{len(reports)} reports but {len(labels)} labels")
+    return compare(list(zip(labels, reports, strict=True)), baseline, tokens_per_step)
+
+
+@dataclass(frozen=True, slots=True)
+class _Measured:
+    """One configuration's step time and its mean per-step breakdown."""
+
+    gpus: int
+    steps: int  # per GPU; 0 on the span basis
+    median: float
+    mean: float
+    parts: dict[str, float]
+
+
+def _measure(report: Report, basis: str, parts: Sequence[str]) -> _Measured:
     """Median and mean step time and the mean per-step breakdown of one configuration."""
-    rows = data["steps"] if basis == "steps" else data["gpus"]
-    times = [r["step_time_ns"] if basis == "steps" else r["span_ns"] for r in rows]
-    steps = len({(s["file"], s["pid"], s["device_id"], s["ordinal"]) for s in data["steps"]})
-    n_gpus = len(data["gpus"])
-    return {
-        "gpus": n_gpus,
-        "steps": steps // n_gpus if basis == "steps" else 0,
-        "median": float(statistics.median(times)) if times else 0.0,
-        "mean": statistics.fmean(times) if times else 0.0,
-        "parts": {p: statistics.fmean(r.get(p, 0) for r in rows) if rows else 0.0 for p in parts},
-    }
+    rows: Sequence[Any] = report.steps if basis == "steps" else report.gpus
+    times = [r.step_time_ns if basis == "steps" else r.span_ns for r in rows]
+    median = report.median_step_ns if basis == "steps" else report.median_span_ns
+    steps = len({(s.file, s.pid, s.device_id, s.ordinal) for s in report.steps})
+    n_gpus = len(report.gpus)
+    return _Measured(
+        gpus=n_gpus,
+        steps=steps // n_gpus if basis == "steps" else 0,
+        median=float(median) if median is not None else 0.0,
+        mean=statistics.fmean(times) if times else 0.0,
+        parts={p: statistics.fmean(getattr(r, p) for r in rows) if rows else 0.0 for p in parts},
+    )
 
 
 def _layers(
-    ordered: Sequence[tuple[str, dict[str, Any]]], measured: dict[str, dict[str, Any]]
+    ordered: Sequence[tuple[str, Report]], measured: dict[str, _Measured]
 ) -> tuple[tuple[dict[str, Any], ...], list[str]]:
     """Exposed comm per layer, per step and GPU, for layers matched by name across configs."""
     per_config: dict[str, dict[str, float]] = {}
     order: dict[str, tuple[int, str]] = {}
-    for label, data in ordered:
+    for label, report in ordered:
         sums: dict[str, list[int]] = {}
-        for row in data["layers"]:
-            if row["layer"] == OUTSIDE:
+        for row in report.layers:
+            if row.layer == OUTSIDE:
                 continue
-            sums.setdefault(row["layer"], []).append(row["exposed_comm_ns"])
-            order.setdefault(row["layer"], (row["layer_index"] or 0, row["layer"]))
-        per_step = max(measured[label]["steps"], 1)
+            sums.setdefault(row.layer, []).append(row.exposed_comm_ns)
+            order.setdefault(row.layer, (row.layer_index or 0, row.layer))
+        per_step = max(measured[label].steps, 1)
         per_config[label] = {k: statistics.fmean(v) / per_step for k, v in sums.items()}
     names = sorted(order, key=lambda k: order[k])
     if not names:
@@ -222,18 +252,18 @@ def _layers(
     return rows, notes
 
 
-def _collectives(ordered: Sequence[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any], ...]:
+def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any], ...]:
     """Mean latency and bus bandwidth per collective op and configuration."""
     ops: dict[str, dict[str, dict[str, float | None]]] = {}
-    for label, data in ordered:
-        by_op: dict[str, list[dict[str, Any]]] = {}
-        for row in data["collectives"]:
-            by_op.setdefault(row["op"], []).append(row)
+    for label, report in ordered:
+        by_op: dict[str, list[CollectiveReport]] = {}
+        for row in report.collectives:
+            by_op.setdefault(row.op, []).append(row)
         for op, rows in by_op.items():
-            calls = sum(r["count"] for r in rows)
-            bus = [r["busbw_gbps"] for r in rows if r["busbw_gbps"] is not None]
+            calls = sum(r.count for r in rows)
+            bus = [r.busbw_gbps for r in rows if r.busbw_gbps is not None]
             entry = ops.setdefault(op, {"mean_ns": {}, "busbw_gbps": {}, "calls": {}})
-            entry["mean_ns"][label] = sum(r["total_ns"] for r in rows) / calls if calls else None
+            entry["mean_ns"][label] = sum(r.total_ns for r in rows) / calls if calls else None
             entry["busbw_gbps"][label] = statistics.fmean(bus) if bus else None
             entry["calls"][label] = calls / len(rows)
     return tuple({"op": op, **values} for op, values in sorted(ops.items()))
@@ -253,14 +283,12 @@ def summary_sentence(c: Comparison) -> str:
         "idle_ns": "extra idle time",
         GRAPH_PART: "extra time inside CUDA graphs traced as a whole",
     }
-    from nsysreport.units import fmt_ns
-
     faster = "faster" if last.speedup >= 1 else "slower"
     factor = last.speedup if last.speedup >= 1 else 1 / last.speedup if last.speedup else 0
     sentence = (
         f"From {base.label} ({base.gpus} GPUs) to {last.label} ({last.gpus} GPUs) each step is "
         f"{factor:.2f}x {faster} against an ideal {last.ideal_speedup:.2f}x: "
-        f"{100 * last.scaling_efficiency:.0f}% scaling efficiency. Most of the shortfall is "
+        f"{last.scaling_efficiency_pct:.0f}% scaling efficiency. Most of the shortfall is "
         f"{names[part]} ({fmt_ns(last.loss[part])} of {fmt_ns(last.loss['total_ns'])} "
         "per step)."
     )
@@ -275,8 +303,6 @@ def summary_sentence(c: Comparison) -> str:
 
 def as_json(c: Comparison) -> dict[str, Any]:
     """The comparison as the JSON contract of issue 5 (schema_version 1)."""
-    import dataclasses
-
     return {
         "schema_version": 1,
         "baseline": c.baseline,

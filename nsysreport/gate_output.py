@@ -7,7 +7,8 @@ import os
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from nsysreport.gate import JSON_SCHEMA_VERSION, CheckResult, GateResult, Spread
+from nsysreport.gate import JSON_SCHEMA_VERSION, CheckResult, GateResult
+from nsysreport.gate_metrics import Spread
 from nsysreport.units import fmt_ns, fmt_pct
 
 
@@ -74,6 +75,8 @@ def summary_line(result: GateResult) -> str:
 
 
 def print_table(result: GateResult) -> None:
+    # Lazy: rich's console and table cost 50 ms of start-up (python -X importtime), which
+    # writing the JUnit, Markdown or JSON files never needs.
     from rich import box
     from rich.console import Console
     from rich.table import Table

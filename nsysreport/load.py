@@ -19,19 +19,24 @@ import sqlite3
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from nsysreport.cache_files import cache_dir, cache_path, drop_older, remove_stale, temp_prefix
 from nsysreport.errors import TraceError
-from nsysreport.kineto import is_kineto
+from nsysreport.kineto import copy_kineto, is_kineto
+from nsysreport.patterns import Patterns
+from nsysreport.queries import create_views, keep_results
+from nsysreport.workers import THREADS_VARIABLE, default_jobs
 
 if TYPE_CHECKING:
+    # duckdb (0.08 s of start-up, python -X importtime), ADBC and pyarrow (0.3 s) are imported
+    # in the functions that use them: a warm run, which writes the pages it kept, loads
+    # nothing, and only the fast loader needs ADBC.
     import duckdb
-
-    from nsysreport.patterns import Patterns
 
 # The columns each raw table keeps, as nsys names them. Every table is optional (nsys exports
 # lazily) and columns come and go between versions, so a table that is absent is created empty
@@ -200,17 +205,104 @@ def open_trace(
     With `cache`, the loaded database is kept in the user's cache directory and reused while
     the trace and the options are unchanged; otherwise it lives in memory.
     """
-    from nsysreport.patterns import Patterns
-
     patterns = patterns or Patterns()
     if cache:
-        from nsysreport.cache import open_cached
-
-        return open_cached(path, patterns, progress)
+        return _open_cached(path, patterns, progress)
     schema = inspect_trace(path)
     con = connect()
     load_into(con, path, schema, progress, patterns)
     return con
+
+
+def _open_cached(
+    trace: Path, patterns: Patterns, progress: Progress | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the trace's cache, built first when missing or unreadable.
+
+    Without room or permission for a cache (a read-only home, a full disk) the trace is loaded
+    into memory, as --no-cache would: the report never needs the cache, and a failure of the
+    cache is never reported as one of the trace.
+    """
+    import duckdb
+
+    schema = inspect_trace(trace)  # bad input fails the same way with or without a cache
+    target = cache_path(trace, patterns)
+    if target.exists():
+        try:
+            con = connect(target, read_only=True)
+            con.execute("SELECT count(*) FROM gpu_segment").fetchone()
+            return con
+        except duckdb.Error:
+            with suppress(OSError):
+                target.unlink(missing_ok=True)  # corrupt, or not what this version writes
+    try:
+        _build_cache(target, trace, schema, progress, patterns)
+        drop_older(target)
+        return connect(target, read_only=True)
+    except (OSError, duckdb.Error) as exc:
+        return _in_memory(trace, schema, progress, patterns, exc)
+    except TraceError as exc:
+        # The loaders name the trace for any DuckDB error while copying, and a full cache disk
+        # is one ("could not be read (... No space left on device)"): loading into memory
+        # tells the two apart, failing again only when the trace is at fault.
+        if not isinstance(exc.__cause__, OSError | duckdb.Error):
+            raise
+        return _in_memory(trace, schema, progress, patterns, exc.__cause__)
+
+
+def _in_memory(
+    trace: Path,
+    schema: SourceSchema,
+    progress: Progress | None,
+    patterns: Patterns,
+    cache_failure: BaseException,
+) -> duckdb.DuckDBPyConnection:
+    """The trace loaded into memory after its cache could not be built."""
+    import duckdb
+
+    con = connect()
+    try:
+        load_into(con, trace, schema, progress, patterns)
+    except (duckdb.Error, OSError) as exc:
+        raise TraceError(
+            f"{trace}: could not be loaded: the cache in {cache_dir()} failed "
+            f"({_first_line(cache_failure)}), and so did loading into memory "
+            f"({_first_line(exc)}); free disk space or memory and run again"
+        ) from exc
+    return con
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _build_cache(
+    target: Path, trace: Path, schema: SourceSchema, progress: Progress | None, patterns: Patterns
+) -> None:
+    """Write the cache under a unique temporary name and rename it into place: a crash leaves
+    only a stray temporary file (removed by a later run), and two concurrent runs each build
+    their own, the last wins.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale(target.parent)
+    fd, name = tempfile.mkstemp(dir=target.parent, prefix=temp_prefix(target), suffix=".tmp")
+    os.close(fd)
+    tmp = Path(name)
+    tmp.unlink()  # DuckDB creates the file itself
+    try:
+        con = connect(tmp)
+        try:
+            load_into(con, trace, schema, progress, patterns)
+            keep_results(con)
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        os.replace(tmp, target)
+    finally:
+        for leftover in (tmp, Path(f"{tmp}.wal")):
+            with suppress(OSError):
+                leftover.unlink(missing_ok=True)
 
 
 def load_into(
@@ -221,11 +313,7 @@ def load_into(
     patterns: Patterns,
 ) -> None:
     """Copy the raw tables of `path` into `con`, then create the derived tables and views."""
-    from nsysreport.queries import create_views
-
     if schema == KINETO_SCHEMA:
-        from nsysreport.kineto import copy_kineto
-
         if progress:
             progress("traceEvents")
         create_raw_tables(con)
@@ -244,8 +332,6 @@ def load_into(
 def connect(database: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB (in memory, or a cache file) that can never try to download an extension."""
     import duckdb
-
-    from nsysreport.workers import THREADS_VARIABLE, default_jobs
 
     spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
     con = duckdb.connect(

@@ -4,25 +4,38 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsysreport import __version__
 from nsysreport.align import FileClock
+from nsysreport.errors import TraceError
+from nsysreport.model_json import WRITE_AGAIN, Decoder, check_version
 from nsysreport.ranks import RankInfo
 from nsysreport.sections.capture import Capture, build_capture, read_facts
 from nsysreport.sections.collectives import (
     CollectiveReport,
+    StragglerGpu,
     Stragglers,
     build_collectives,
     build_stragglers,
+    stragglers_of,
 )
-from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus
+from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
 from nsysreport.sections.kernels import KernelSummary, build_kernels
-from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, build_layers
-from nsysreport.sections.quality import NO_NOTES, DataQuality, build_quality
-from nsysreport.sections.steps import StepReport, StepStats, build_steps
+from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, across_gpus, build_layers
+from nsysreport.sections.overview import Overview, build_overview
+from nsysreport.sections.quality import (
+    NO_NOTES,
+    DataQuality,
+    QualityItem,
+    build_quality,
+    kept_from_note,
+)
+from nsysreport.sections.steps import StepReport, StepShare, StepStats, build_steps, step_shares
 from nsysreport.sections.timeline import Timeline, build_timeline
 from nsysreport.sections.verdict import Bottleneck, bottleneck
 
@@ -75,6 +88,107 @@ class Report:
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
     capture: Capture | None = None  # what the capture recorded and what it lacks
     quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
+
+    @property
+    def median_step_ns(self) -> float | None:
+        """The step time: step_time_ns over every step of every GPU, the median; None without
+        steps. What the overview, `gate`'s step_time_ns and `compare` call step time."""
+        return statistics.median(s.step_time_ns for s in self.steps) if self.steps else None
+
+    @property
+    def median_span_ns(self) -> float | None:
+        """span_ns over the GPUs, the median: the step time of a trace without steps."""
+        return statistics.median(g.span_ns for g in self.gpus) if self.gpus else None
+
+    def step_shares(self, part: str) -> tuple[StepShare, ...]:
+        """`part` of the time breakdown ("exposed comm") as % of step time, per GPU over its
+        steps (the median step's share, what `gate` judges; not the whole trace's share)."""
+        return step_shares(self.steps, part)
+
+    @property
+    def overview(self) -> Overview:
+        """The key numbers, and the numbers the pictures' captions state."""
+        return build_overview(self)
+
+    @classmethod
+    def from_json(cls, data: Any, source: str | Path) -> Report:
+        """The report that `as_json` wrote `data` from (a saved `report --json`), every value
+        checked; the timeline, which the JSON leaves out, is None. A file of another
+        schema_version, or not a complete report, is one TraceError line naming `source`."""
+        data = check_version(data, source, JSON_SCHEMA_VERSION)
+        if not isinstance(data.get("gpus"), list):
+            raise TraceError(
+                f"{source}: has no GPUs (its 'gpus' is not a list of GPUs); {WRITE_AGAIN}"
+            )
+        r = Decoder(source)
+        fields = {
+            name: r.field(data, "", name, hint)
+            for name, hint in (
+                ("tool_version", str),
+                ("traces", tuple[TraceInfo, ...]),
+                ("gpus", tuple[GpuReport, ...]),
+                ("steps", tuple[StepReport, ...]),
+                ("step_stats", tuple[StepStats, ...]),
+                ("layers", tuple[LayerReport, ...]),
+                ("collectives", tuple[CollectiveReport, ...]),
+                ("bottleneck", Bottleneck),
+                ("ranks", tuple[RankInfo, ...]),
+                ("capture", Capture | None),
+            )
+        }
+        kernels = r.field(data, "", "top_kernels", tuple[dict[str, Any], ...]) or ()
+        top_kernels = tuple(
+            r.instance(KernelSummary, k, f"top_kernels[{i}]", renames={"kernel_class": "class"})
+            for i, k in enumerate(kernels)
+        )
+        s = r.field(data, "", "stragglers", dict[str, Any]) or {}
+        matched = r.field(s, "stragglers", "matched", int)
+        unmatched = r.field(s, "stragglers", "unmatched", tuple[dict[str, Any], ...])
+        straggler_gpus = r.field(s, "stragglers", "gpus", tuple[StragglerGpu, ...])
+        alignment = r.field(data, "", "alignment", dict[str, Any] | None)
+        clocks = (
+            r.field(alignment, "alignment", "files", tuple[FileClock, ...]) if alignment else ()
+        )
+        rows = r.field(data, "", "skipped", tuple[dict[str, Any], ...]) or ()
+        skipped = tuple(
+            r.instance(QualityItem, row, f"skipped[{i}]", fixed={"kind": "skipped"})
+            for i, row in enumerate(rows)
+        )
+        notes = r.field(data, "", "data_quality", tuple[str, ...])
+        r.done()
+        traces, layers = fields["traces"], fields["layers"]
+        file = Path(traces[0].path).name if len(traces) == 1 else None
+        return cls(
+            **fields,
+            layers_across=tuple(across_gpus(layers)) if layers else (),
+            stragglers=replace(stragglers_of(straggler_gpus, unmatched), matched=matched),
+            top_kernels=top_kernels,
+            clocks=clocks,
+            quality=_quality(skipped, notes, file, r),
+        )
+
+
+def _quality(
+    skipped: Sequence[QualityItem], notes: Sequence[str], file: str | None, r: Decoder
+) -> DataQuality:
+    """The items behind a report JSON's notes: `data_quality` has a note for every item in
+    order, `skipped` the skipped ones in full; the others are kept items, read from their note.
+    `file`: the file of a one-file report, whose notes do not name it."""
+    items: list[QualityItem] = []
+    pending = list(skipped)
+    for i, note in enumerate(notes):
+        if pending and note == (
+            pending[0].sentence if file is not None else f"{pending[0].file}: {pending[0].sentence}"
+        ):
+            items.append(pending.pop(0))
+            continue
+        kept = kept_from_note(note, file)
+        if kept is None:
+            r.fail(f"data_quality[{i}] is not a note of a skipped or kept row")
+        items.append(kept)
+    if pending:
+        r.fail(f"skipped has {len(pending)} row(s) that no data_quality note states")
+    return DataQuality(tuple(items))
 
 
 def build_report(
@@ -134,6 +248,15 @@ def as_json(report: Report) -> dict[str, Any]:
         row = plain(g)
         row.update({f"{part.replace(' ', '_')}_pct": v for part, v in g.shares_pct.items()})
         gpus.append(row)
+    medians = {part: _median_shares(report, part) for part in BREAKDOWN_FIELDS}
+    step_stats = []
+    for x in report.step_stats:
+        row = plain(x)
+        # The median step's share of each part (gate judges it), beside `shares_pct`, the
+        # share of all its steps' time together.
+        key = (x.file, x.pid, x.device_id)
+        row["median_step_shares_pct"] = {part: medians[part].get(key) for part in medians}
+        step_stats.append(row)
     kernels = []
     for k in report.top_kernels:
         row = plain(k)
@@ -146,7 +269,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "traces": [plain(t) for t in report.traces],
         "gpus": gpus,
         "steps": [plain(x) for x in report.steps],
-        "step_stats": [plain(x) for x in report.step_stats],
+        "step_stats": step_stats,
         "layers": [plain(x) for x in report.layers],
         "collectives": [plain(x) for x in report.collectives],
         "stragglers": {
@@ -165,6 +288,10 @@ def as_json(report: Report) -> dict[str, Any]:
         ],
         "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
     }
+
+
+def _median_shares(report: Report, part: str) -> dict[tuple[str, int, int], float]:
+    return {(s.file, s.pid, s.device_id): s.median_pct for s in report.step_shares(part)}
 
 
 def plain(value: Any) -> Any:

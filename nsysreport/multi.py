@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport import __version__
 from nsysreport.align import FileClock, align_files, session_epoch
+from nsysreport.load import connect, open_trace
 from nsysreport.model import Report, build_report
 from nsysreport.patterns import Patterns
+from nsysreport.queries import run_query
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
@@ -39,6 +41,8 @@ from nsysreport.sections.verdict import bottleneck
 from nsysreport.workers import Workers
 
 if TYPE_CHECKING:
+    # polars is imported where the client joins frames (_stragglers): 0.1 s of start-up
+    # (python -X importtime) that a worker, or a report of one file, never needs.
     import polars as pl
 
 GpuKey = tuple[str, int, int]  # (file, pid, device_id)
@@ -72,8 +76,6 @@ class FilePart:
 
 def analyse_file(job: FileJob) -> FilePart:
     """The worker's job: load (or reuse the cache of) one file and analyse it alone."""
-    from nsysreport.queries import run_query
-
     con = _open(job)
     report = build_report(con, Path(job.path), job.top, partial=True)
     session = con.execute(
@@ -99,16 +101,12 @@ def analyse_file(job: FileJob) -> FilePart:
 
 def timeline_rows(task: tuple[FileJob, int, int, int]) -> list[dict[str, Any]]:
     """The worker's second job: one file's timeline rows in [lo, hi) of its own clock."""
-    from nsysreport.queries import run_query
-
     job, lo, hi, max_rows = task
     params = {"start_ns": lo, "end_ns": hi, "max_rows": max_rows}
     return run_query(_open(job), "timeline_window", params).to_dicts()
 
 
 def _open(job: FileJob) -> Any:
-    from nsysreport.load import open_trace
-
     with _cache_home(job.cache_home):
         return open_trace(Path(job.path), None, job.patterns, cache=True)
 
@@ -286,9 +284,6 @@ def _stragglers(
     """
     import polars as pl
 
-    from nsysreport.load import connect
-    from nsysreport.queries import run_query
-
     keys = _stand_ins(ranks)
     stand_in = {k: i for i, k in enumerate(keys)}
     collective = pl.concat(
@@ -352,8 +347,6 @@ def _top_kernels(
 ) -> tuple[KernelSummary, ...]:
     """kernel_top over every file's per-GPU kernel totals at once: the one-file query."""
     import polars as pl
-
-    from nsysreport.load import connect
 
     stand_in = {k: i for i, k in enumerate(_stand_ins(ranks))}
     totals = pl.concat([_on_stand_ins(p.kernel_totals, p.name, stand_in) for p in parts])
@@ -421,9 +414,6 @@ def _step_spans(report: Report) -> list[dict[str, Any]]:
     """step_span.sql over the merged steps (already on one clock and in rank order): the k-th
     step of every GPU is one step of the job; the GPU that sorts first names it."""
     import polars as pl
-
-    from nsysreport.load import connect
-    from nsysreport.queries import run_query
 
     windows = pl.DataFrame(
         [

@@ -1,28 +1,27 @@
 """The report command's outputs (HTML, JSON text, the model for the summary) for one trace or
-several, from the report cache when the same report was made before; and a saved JSON read back."""
+several, from the report cache when the same report was made before."""
 
 from __future__ import annotations
 
 import json
-import math
-import re
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from nsysreport.model import Report
-    from nsysreport.patterns import Patterns
+# Modules, not their functions: a test replaces render.render_html and model.as_json to prove
+# that a warm run calls neither.
+from nsysreport import model, render
+from nsysreport.analysis import Progress, Window, analyse, analyse_one
+from nsysreport.cache import cached_report
+from nsysreport.model import Report
+from nsysreport.patterns import Patterns
+from nsysreport.writes import Output, Writer
 
-Progress = Callable[[str], None]
-ModelOptions = tuple[int, str | None, tuple[int | None, int | None]]  # top, step, time window
+ModelOptions = tuple[int, str | None, Window]  # top, timeline step, timeline window
 # Stands for the generation time in a cached page: the one thing that differs between runs.
 GENERATED_AT = "@@nsysreport-generated-at@@"
-# A PyTorch profiler trace names these at its top level; a report JSON never has them as keys
-# (a quote inside a report's strings is escaped, so the pattern cannot match there).
-KINETO_KEY = re.compile(rb'"(traceEvents|schemaVersion|deviceProperties)"\s*:')
-REPORT_START = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,68 +31,29 @@ class Outputs:
     model: Callable[[], Report]  # built or unpickled only when the summary needs it
 
 
-def json_text(model: Report) -> str:
-    from nsysreport.model import as_json
-
-    return json.dumps(as_json(model), indent=2, sort_keys=False) + "\n"
+def json_text(report: Report) -> str:
+    return json.dumps(model.as_json(report), indent=2, sort_keys=False) + "\n"
 
 
-def saved_json(path: Path) -> Any | None:
-    """The parsed JSON of a saved report (`report --json`), or None when `path` is a trace to
-    analyse: a .json is a saved report unless it is a PyTorch profiler (Kineto) trace, which
-    only its content tells apart. NaN and Infinity, which json.loads accepts, are refused."""
-    from nsysreport.errors import TraceError
-
-    if path.is_dir() or not path.name.lower().endswith(".json"):
-        return None
-    try:
-        with path.open("rb") as f:
-            head = f.read(1 << 16)
-        if not REPORT_START.match(head) and KINETO_KEY.search(head):
-            return None
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
-    try:
-        data = json.loads(text, parse_constant=_not_a_number, parse_float=_finite)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        raise TraceError(f"{path}: not valid JSON ({exc})") from None
-    if isinstance(data, dict) and "traceEvents" in data and "schema_version" not in data:
-        return None  # a Kineto trace whose keys come late
-    return data
-
-
-def _not_a_number(word: str) -> float:
-    # No report writes these, and no limit or ratio means anything with them.
-    raise ValueError(f"{word} is not a number JSON allows; write the report again")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} is out of range of a float; write the report again")
-    return value
-
-
-def report_of(path: Path, patterns: Patterns, cache: bool) -> Report:
-    """The model of one trace, or of a directory of per-rank files as one job (compare and gate
-    take these as one configuration each); the workers are one per core."""
-    from nsysreport.inputs import expand_inputs
-
-    paths = expand_inputs([str(path)])
+def report_outputs(
+    paths: Sequence[Path],
+    patterns: Patterns,
+    model_options: ModelOptions,
+    cache: bool,
+    want_json: bool,
+    generated_at: str,
+    progress: Progress,
+    run_options: dict[str, Any],
+) -> Outputs:
+    """The outputs of one report over `paths`: one trace, or several (`run_options`: jobs,
+    scheduler, align)."""
     if len(paths) == 1:
-        from nsysreport.load import open_trace
-        from nsysreport.model import build_report
-
-        return build_report(open_trace(paths[0], patterns=patterns, cache=cache), paths[0])
-    from nsysreport.multi import build_multi_report
-    from nsysreport.workers import default_jobs
-
-    return build_multi_report(paths, patterns, cache=cache, jobs=default_jobs())
+        return one_trace(
+            paths[0], patterns, model_options, cache, want_json, generated_at, progress
+        )
+    return several_traces(
+        paths, patterns, model_options, cache, want_json, generated_at, progress, run_options
+    )
 
 
 def one_trace(
@@ -107,28 +67,19 @@ def one_trace(
 ) -> Outputs:
     """A report of one trace. With the cache, a rerun on the unchanged trace with the same
     options writes the pages it kept: no query, no drawing, no JSON encoding."""
-    from nsysreport.load import open_trace
-    from nsysreport.model import build_report
-    from nsysreport.render import render_html
-
     top, step, window = model_options
 
     def build() -> Report:
-        con = open_trace(path, lambda t: progress(f"loading {t}"), patterns, cache)
-        progress("analysing")
-        return build_report(con, path, top, step, window)
+        return analyse_one(path, patterns, top, step, window, cache, progress)
 
     if not cache:
         return _rendered(build(), want_json, generated_at, progress)
-
-    from nsysreport.cache import cached_report
-
     cached = cached_report(path, patterns, model_options, build)
     new: dict[str, Any] = {}
     page = cached.outputs.get("html")
     if page is None:
         progress("rendering")
-        page = new["html"] = render_html(cached.model, GENERATED_AT)
+        page = new["html"] = render.render_html(cached.model, GENERATED_AT)
     text = cached.outputs.get("json") if want_json else None
     if want_json and text is None:
         text = new["json"] = json_text(cached.model)
@@ -148,22 +99,45 @@ def several_traces(
     run_options: dict[str, Any],
 ) -> Outputs:
     """One report over several traces (nsysreport.multi); `run_options`: jobs, scheduler, align."""
-    from nsysreport.load import check_file
-    from nsysreport.multi import build_multi_report
-
-    for path in paths:
-        check_file(path)  # every bad file fails before any work starts
     top, step, window = model_options
-    model = build_multi_report(
-        paths, patterns, top, step, window, cache=cache, progress=progress, **run_options
-    )
-    return _rendered(model, want_json, generated_at, progress)
+    report = analyse(paths, patterns, top, step, window, cache, progress=progress, **run_options)
+    return _rendered(report, want_json, generated_at, progress)
 
 
-def _rendered(model: Report, want_json: bool, generated_at: str, progress: Progress) -> Outputs:
+def _rendered(report: Report, want_json: bool, generated_at: str, progress: Progress) -> Outputs:
     """The outputs of a model built in this run (nothing kept)."""
-    from nsysreport.render import render_html
-
     progress("rendering")
-    html = render_html(model, generated_at)
-    return Outputs(html, json_text(model) if want_json else None, lambda: model)
+    html = render.render_html(report, generated_at)
+    return Outputs(html, json_text(report) if want_json else None, lambda: report)
+
+
+def default_output(paths: Sequence[Path]) -> Path:
+    """TRACE.report.html beside one trace; PREFIX-Nfiles.report.html beside the first of several."""
+    first = paths[0]
+    if len(paths) == 1:
+        stem = first.name.removesuffix(".sqlite").removesuffix(".gz").removesuffix(".json")
+        return first.with_name(stem + ".report.html")
+    # The shared start of the names (rank_0, rank_1, ... -> rank), cut back to a word.
+    shared = os.path.commonprefix([p.name for p in paths])  # noqa: RUF071 (names, not paths)
+    prefix = shared.rstrip("0123456789_-.") or "ranks"
+    return first.with_name(f"{prefix}-{len(paths)}files.report.html")
+
+
+def page_outputs(out: Path, pdf: bool, option: str) -> list[Output]:
+    """The HTML at `out` (or only a PDF when it ends in .pdf), and on request a PDF beside it."""
+    if out.suffix.lower() == ".pdf" or not pdf:
+        return [Output(option, out)]
+    return [Output(option, out), Output("--pdf", out.with_suffix(".pdf"))]
+
+
+def writer(output: Output, html: str, json_text: str, paper: str = "A4") -> Writer:
+    """What writes `output`: the JSON text for --json, else the page as PDF (by suffix) or HTML."""
+    if output.option == "--json":
+        return text_writer(json_text)
+    if output.path.suffix.lower() == ".pdf":
+        return lambda tmp: render.write_pdf(html, tmp, paper)
+    return text_writer(html)
+
+
+def text_writer(text: str) -> Writer:
+    return lambda tmp: tmp.write_text(text, encoding="utf-8")

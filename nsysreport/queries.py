@@ -224,3 +224,26 @@ def _bind(query: QueryFile, given: Mapping[str, object]) -> dict[str, object]:
         except ValueError as exc:
             raise OptionError(f"query {query.name}: parameter {p.name} must be {p.type}") from exc
     return values
+
+
+def listing() -> str:
+    """`nsysreport queries`: each query with its summary and parameters, then the views."""
+    width = max(len(q.name) for q in query_files())
+    lines = []
+    for q in query_files():
+        params = " ".join(f"${p.name}={p.default}" for p in q.params)
+        lines.append(f"{q.name:<{width}}  {q.summary}" + (f"  [{params}]" if params else ""))
+    views = ", ".join(v.name for v in view_files())
+    return "\n".join(lines) + "\n\nViews (usable in any query): " + views
+
+
+def frame_text(frame: pl.DataFrame, csv: bool) -> str:
+    """A query's rows for the terminal: CSV, or a table with every row and column."""
+    if csv:
+        return frame.write_csv()
+    # Lazy: polars is loaded already (the frame is one); at module top it would cost every
+    # import of this module 0.1 s (python -X importtime), a warm run's too.
+    import polars as pl
+
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=80, tbl_width_chars=200):
+        return str(frame) + "\n"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -10,7 +12,7 @@ from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
-from nsysreport.sections.overview import Overview, build_overview
+from nsysreport.sections.overview import Overview
 from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
 
 if TYPE_CHECKING:
@@ -19,7 +21,16 @@ if TYPE_CHECKING:
 PAPER_SIZES = ("a4", "letter")  # CSS page sizes; any letter case is accepted
 
 
+def generated_now() -> str:
+    """UTC time of the report; SOURCE_DATE_EPOCH (the reproducible-builds convention) fixes it."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def environment() -> jinja2.Environment:
+    # Lazy: jinja2 costs 30 ms of start-up (python -X importtime), which a warm run that
+    # writes the pages it kept, or `--help`, never needs.
     import jinja2
 
     env = jinja2.Environment(
@@ -38,7 +49,7 @@ def environment() -> jinja2.Environment:
 
 def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]:
     """The report's pictures as inline SVG, by name; a picture with nothing to show is absent."""
-    overview = overview or build_overview(report)
+    overview = overview or report.overview
     svg = {}
     if report.gpus:
         svg["breakdown"] = charts.breakdown_chart(report.gpus)
@@ -55,43 +66,47 @@ def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]
     return svg
 
 
-def render_html(report: Report, generated_at: str, svg: dict[str, str] | None = None) -> str:
+def render_html(
+    report: Report, generated_at: str | None = None, svg: dict[str, str] | None = None
+) -> str:
     """The report as one HTML document: CSS inlined, charts as inline SVG, no network access.
 
-    `svg`: the pictures, when they were drawn already (the report cache keeps them).
+    `generated_at`: the time the page states (default: now, see generated_now); `svg`: the
+    pictures, when they were drawn already.
     """
-    overview = build_overview(report)
+    overview = report.overview
     context: dict[str, Any] = {
         "report": report,
         "overview": overview,
         "tool_version": report.tool_version,
-        "generated_at": generated_at,
+        "generated_at": generated_at or generated_now(),
         "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
         "svg": pictures(report, overview) if svg is None else svg,
     }
     return environment().get_template("report.html.j2").render(context)
 
 
-def render_compare_html(comparison: Comparison, generated_at: str) -> str:
+def render_compare_html(comparison: Comparison, generated_at: str | None = None) -> str:
     """The comparison of configurations as one self-contained HTML document."""
     context: dict[str, Any] = {
         "c": comparison,
         "summary": summary_sentence(comparison),
-        "generated_at": generated_at,
+        "generated_at": generated_at or generated_now(),
         "tool_version": __version__,
-        "part_colours": charts.part_colours(
-            any("graph_opaque_ns" in x.loss for x in comparison.configs)
-        ),
+        "part_colours": charts.part_colours(comparison.graph_part),
         "scaling_svg": charts.scaling_chart(comparison),
         "loss_svg": charts.loss_chart(comparison),
     }
     return environment().get_template("compare.html.j2").render(context)
 
 
-def write_pdf(html: str, path: Path, paper: str = "A4") -> None:
-    """Print the HTML through WeasyPrint with the print rules of report.css, on A4 or Letter."""
+def write_pdf(page: Report | str, path: Path | str, paper: str = "A4") -> None:
+    """Print a report (or its HTML, rendered already) through WeasyPrint with the print rules
+    of report.css, on A4 or Letter."""
+    # Lazy: WeasyPrint costs 0.5 s of start-up (python -X importtime), for the PDF only.
     import weasyprint
 
+    html = render_html(page) if isinstance(page, Report) else page
     if paper.lower() not in PAPER_SIZES:
         raise OptionError(f"paper size {paper!r}: expected A4 or letter")
     # report.css leaves the size to the printer (WeasyPrint's default is A4 portrait).

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 
 def print_summary(report: Report, written: Sequence[Path]) -> None:
+    # Lazy: rich.table costs 25 ms of start-up (python -X importtime), which `--quiet`,
+    # `--json -` and `--help` never need.
     from rich.table import Table
 
     console = _console()
@@ -46,6 +48,15 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             fmt_count(g.gaps.count),
         )
     console.print(table)
+    key = report.overview.key
+    if key.step_exposed_comm_pct is not None:
+        # Two different numbers, both true: the whole trace counts the time between steps too.
+        console.print(
+            f"Exposed comm: {fmt_pct(key.shares_pct['exposed comm'])} of all GPUs' time (whole "
+            f"trace); median step {fmt_pct(key.step_exposed_comm_pct)} on rank "
+            f"{key.step_exposed_comm_rank}, the highest (gate's exposed_comm_pct)",
+            soft_wrap=True,
+        )
     # Rows left out and guesses made: the numbers above rest on them, so they come first.
     for note in report.quality.notes(with_file=len(report.traces) > 1):
         console.print(f"[bold yellow]Note:[/] {note}", soft_wrap=True)
@@ -105,7 +116,7 @@ def _print_clocks(console: Console, report: Report) -> None:
 
 
 def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
-    from rich.table import Table
+    from rich.table import Table  # lazy, as in print_summary
 
     console = _console()
     table = Table(box=None, header_style="bold", pad_edge=False)
@@ -120,7 +131,7 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
             f"{x.throughput:.1f}",
             f"{x.speedup:.2f}x",
             f"{x.ideal_speedup:.2f}x",
-            f"{100 * x.scaling_efficiency:.0f}%",
+            f"{x.scaling_efficiency_pct:.0f}%",
             fmt_ns(x.breakdown["exposed_comm_ns"]),
             fmt_ns(x.breakdown["idle_ns"]),
         )
@@ -134,6 +145,6 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
 
 def _console() -> Console:
     """Rich's console, 120 columns wide when stdout is a pipe or a CI log (not 80)."""
-    from rich.console import Console
+    from rich.console import Console  # lazy, as in print_summary
 
     return Console(highlight=False, width=None if sys.stdout.isatty() else 120)

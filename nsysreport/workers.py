@@ -33,6 +33,8 @@ class Workers:
         if self.scheduler is not None:
             self._client = _dask_client(self.scheduler)
         elif self.jobs > 1 and self.tasks > 1:
+            # Lazy: 20 ms of start-up (python -X importtime) for a pool that only several
+            # files use; load.connect imports this module for every trace.
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
@@ -77,7 +79,7 @@ def _share_cores(threads: str) -> None:
 
 
 def _dask_client(address: str) -> Any:
-    try:
+    try:  # lazy: an optional dependency, and 0.3 s of start-up (python -X importtime)
         from distributed import Client
     except ImportError as exc:
         raise OptionError(

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from nsysreport.cli import app
 from nsysreport.compare import compare
 from nsysreport.load import open_trace
-from nsysreport.model import as_json, build_report
+from nsysreport.model import Report, as_json, build_report
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
 from nsysreport.synth import (
@@ -479,22 +479,29 @@ def test_the_gate_checks_the_share_inside_graphs_traced_as_a_whole(tmp_path: Pat
     assert bad.exit_code == 1, bad.output
 
 
-def gpus_json(graph_opaque: int | None) -> dict[str, Any]:
-    gpu = {"file": "f", "pid": 1, "device_id": 0, "rank": 0, "span_ns": 1000, "compute_ns": 500,
-           "exposed_comm_ns": 0, "exposed_memcpy_ns": 0, "idle_ns": 500}  # fmt: skip
-    if graph_opaque is not None:
-        gpu["idle_ns"] -= graph_opaque
-        gpu["graph_opaque_ns"] = graph_opaque
-    return {"schema_version": 1, "gpus": [gpu], "steps": [], "layers": [], "collectives": [],
-            "traces": [{"path": "f"}]}  # fmt: skip
+def span_config(tmp_path: Path, name: str, gpus: int, graph: bool) -> Report:
+    """`gpus` GPUs without steps, each over [1000, 2000): GEMMs [1000, 1250) and [1750, 2000)
+    (compute 500) and, with `graph`, a graph launch traced as a whole [1250, 1550) (graph
+    opaque 300); the rest is idle (500, or 200 with the graph)."""
+    kernels, launches = [], []
+    for g in range(gpus):
+        pid = 100 + g
+        kernels += [Kernel(1000, 1250, GEMM, device=g, pid=pid)]
+        kernels += [Kernel(1750, 2000, GEMM, device=g, pid=pid)]
+        if graph:
+            launches.append(GraphLaunch(1250, 1550, device=g, pid=pid))
+    scenario = Scenario(kernels=kernels, graph_launches=launches)
+    path = write_trace(scenario, tmp_path / f"{name}.sqlite")
+    return build_report(open_trace(path), path)
 
 
-def test_compare_splits_the_loss_into_a_graph_part_only_when_a_configuration_has_one() -> None:
-    plain = compare([("a", gpus_json(None)), ("b", gpus_json(None))])
+def test_compare_splits_the_loss_into_a_graph_part_only_when_a_configuration_has_one(
+    tmp_path: Path,
+) -> None:
+    old = span_config(tmp_path, "old", 1, graph=False)
+    plain = compare([("a", old), ("b", span_config(tmp_path, "b", 1, graph=False))])
     assert "graph_opaque_ns" not in plain.configs[0].loss
-    two = gpus_json(300)
-    two["gpus"].append({**two["gpus"][0], "pid": 2, "device_id": 1, "rank": 1})
-    mixed = compare([("old", gpus_json(None)), ("graphs", two)])
+    mixed = compare([("old", old), ("graphs", span_config(tmp_path, "graphs", 2, graph=True))])
     loss = mixed.configs[1].loss
     # ideal 500 per GPU; graphs: compute 500 - 250, opaque 300 - 0, idle 200 - 250
     assert loss["graph_opaque_ns"] == 300 and loss["compute_ns"] == 250 and loss["idle_ns"] == -50

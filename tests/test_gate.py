@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nsysreport.cli import app
-from nsysreport.gate import METRICS
+from nsysreport.gate_metrics import METRICS
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
 runner = CliRunner()

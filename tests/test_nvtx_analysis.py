@@ -189,7 +189,7 @@ def test_four_gpus_name_the_late_gpu_as_straggler_with_exact_waits(tmp_path: Pat
     report = build_report(open_trace(path), path)
     assert report.stragglers.straggler is not None and report.stragglers.straggler.device_id == 3
     # 810 ns caused vs 450 + 420 + 390 ns of exposed comm on the others: 64 % -> named.
-    assert report.bottleneck.straggler is not None and report.bottleneck.straggler["rank"] == 3
+    assert report.bottleneck.straggler is not None and report.bottleneck.straggler.rank == 3
     assert (
         "rank 3" in report.bottleneck.summary
         and "arrives last at 3 of 3" in report.bottleneck.summary

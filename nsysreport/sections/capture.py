@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from nsysreport.queries import run_query
 from nsysreport.sections.verdict import RECAPTURE
 from nsysreport.units import fmt_count, fmt_pct
 
@@ -70,8 +71,6 @@ class Capture:
 
 def read_facts(con: duckdb.DuckDBPyConnection) -> CaptureFacts:
     """The counts of one loaded trace."""
-    from nsysreport.queries import run_query
-
     rows = run_query(con, "capture_facts").to_dicts()
     if not rows:  # no GPU activity: nothing recorded
         counts = {f.name: 0 for f in fields(CaptureFacts) if f.name != "gpu_metrics"}

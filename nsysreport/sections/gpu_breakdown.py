@@ -86,14 +86,23 @@ class GpuReport:
         return {part: pct(ns, self.span_ns) for part, ns in iter_breakdown(self)}
 
 
+# The five parts of a time breakdown (GPU or step), which sum to its span, and the field that
+# holds each. `graph opaque` is time inside CUDA graph launches traced as a whole: busy, but of
+# unknown content.
+BREAKDOWN_FIELDS = {
+    "compute": "compute_ns",
+    "exposed comm": "exposed_comm_ns",
+    "exposed memcpy": "exposed_memcpy_ns",
+    "graph opaque": "graph_opaque_ns",
+    "idle": "idle_ns",
+}
+
+
 def iter_breakdown(m: Any) -> Iterator[tuple[str, int]]:
-    """The five parts of a time breakdown (GPU or step), which sum to its span. `graph opaque`
-    is time inside CUDA graph launches traced as a whole: busy, but of unknown content."""
-    yield "compute", m.compute_ns
-    yield "exposed comm", m.exposed_comm_ns
-    yield "exposed memcpy", m.exposed_memcpy_ns
-    yield "graph opaque", m.graph_opaque_ns
-    yield "idle", m.idle_ns
+    """The parts of the time breakdown of a GPU or a step, with their ns, in BREAKDOWN_FIELDS
+    order."""
+    for part, field in BREAKDOWN_FIELDS.items():
+        yield part, getattr(m, field)
 
 
 def what_if(m: Mapping[str, Any]) -> WhatIf:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from nsysreport.sections.gpu_breakdown import Gap, iter_breakdown
 from nsysreport.sections.layers import OUTSIDE, LayerAcrossGpus
+from nsysreport.sections.verdict import graph_note
 from nsysreport.units import pct
 
 if TYPE_CHECKING:
@@ -33,9 +34,14 @@ class KeyNumbers:
     gpus: int
     gpu_names: tuple[str, ...]  # the distinct GPU models, in rank order
     span_ns: int  # the longest GPU span
-    shares_pct: dict[str, float | None]  # time breakdown of all GPUs together
+    shares_pct: dict[str, float | None]  # time breakdown of all GPUs together, whole trace
     steps: int  # steps per GPU (most of any GPU); 0 without NVTX steps
     median_step_ns: float | None  # over every step of every GPU
+    # Exposed comm as a share of step time, median over a GPU's steps, on the GPU where it is
+    # highest (what `gate` checks as exposed_comm_pct); None without steps. Not the whole
+    # trace's share above, which counts the time between steps too.
+    step_exposed_comm_pct: float | None
+    step_exposed_comm_rank: int | None
     straggler_rank: int | None  # named by the verdict
     straggler_wait_ns: int | None  # the waiting it costs the other GPUs
 
@@ -134,8 +140,6 @@ def build_overview(report: Report) -> Overview:
 
 
 def _graphs(report: Report) -> GraphFacts:
-    from nsysreport.sections.verdict import graph_note
-
     launches = sum(g.graph_launches for g in report.gpus)
     opaque = sum(g.graph_opaque_ns for g in report.gpus)
     share = pct(opaque, sum(g.span_ns for g in report.gpus)) if launches else None
@@ -160,17 +164,19 @@ def _totals(report: Report) -> dict[str, int]:
 
 def _key(report: Report) -> KeyNumbers:
     span = sum(g.span_ns for g in report.gpus)
-    steps = [s.step_time_ns for s in report.steps]
     straggler = report.bottleneck.straggler
+    worst = max(report.step_shares("exposed comm"), key=lambda x: x.median_pct, default=None)
     return KeyNumbers(
         gpus=len(report.gpus),
         gpu_names=tuple(dict.fromkeys(g.gpu_name for g in report.gpus if g.gpu_name)),
         span_ns=max((g.span_ns for g in report.gpus), default=0),
         shares_pct={part: pct(ns, span) for part, ns in _totals(report).items()},
         steps=max((s.steps for s in report.step_stats), default=0),
-        median_step_ns=statistics.median(steps) if steps else None,
-        straggler_rank=straggler["rank"] if straggler else None,
-        straggler_wait_ns=straggler["caused_wait_ns"] if straggler else None,
+        median_step_ns=report.median_step_ns,
+        step_exposed_comm_pct=worst.median_pct if worst else None,
+        step_exposed_comm_rank=worst.rank if worst else None,
+        straggler_rank=straggler.rank if straggler else None,
+        straggler_wait_ns=straggler.caused_wait_ns if straggler else None,
     )
 
 
@@ -208,7 +214,8 @@ def _steps(report: Report) -> StepFacts | None:
     if not report.steps:
         return None
     times = [s.step_time_ns for s in report.steps]
-    median = statistics.median(times)
+    median = report.median_step_ns
+    assert median is not None  # the report has steps
     slowest = max(report.steps, key=lambda s: (s.step_time_ns, -s.ordinal, -s.rank))
     return StepFacts(
         steps=max(s.steps for s in report.step_stats),

@@ -5,6 +5,7 @@ One place lists them; the report, the JSON and the terminal show it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -25,6 +26,10 @@ ROW_NOUNS = {
     "StringIds": ("name string", "name strings"),
     "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
 }
+# A kept item's note (QualityItem.sentence, after `FILE: ` in a report over several files).
+_KEPT_NOTE = re.compile(r"(?P<count>\d[\d,]*) (?P<noun>.+?) with (?P<reason>.+)")
+_KEPT_NOTE_OF_FILE = re.compile(r"(?P<file>.+?): " + _KEPT_NOTE.pattern)
+_SOURCES = {noun: source for source, nouns in ROW_NOUNS.items() for noun in nouns}
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,3 +77,24 @@ def build_quality(con: duckdb.DuckDBPyConnection, file: str) -> DataQuality:
 def merge_quality(parts: Iterable[tuple[str, DataQuality]]) -> DataQuality:
     """Several files' notes, each with its file's name: counts are never added across files."""
     return DataQuality(tuple(replace(i, file=name) for name, q in parts for i in q.items))
+
+
+def kept_from_note(note: str, file: str | None) -> QualityItem | None:
+    """The kept item (kind "kept") whose note is `note`, or None when `note` is not one: the
+    report JSON lists kept items only as notes. `file`: the file of a one-file report, whose
+    notes do not name it; None for a report over several files."""
+    match = (_KEPT_NOTE if file is not None else _KEPT_NOTE_OF_FILE).fullmatch(note)
+    if match is None:
+        return None
+    noun = match["noun"]
+    source = _SOURCES.get(noun) or noun.removeprefix("rows of ").removeprefix("row of ")
+    item = QualityItem(
+        file=file if file is not None else match["file"],
+        kind="kept",
+        source=source,
+        reason=match["reason"],
+        count=int(match["count"].replace(",", "")),
+    )
+    # Only a note that the item writes again, to the letter, is that item.
+    written = item.sentence if file is not None else f"{item.file}: {item.sentence}"
+    return item if written == note else None

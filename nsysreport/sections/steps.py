@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
-from nsysreport.sections.gpu_breakdown import WhatIf, iter_breakdown, what_if
+from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, WhatIf, iter_breakdown, what_if
 from nsysreport.units import pct
 
 if TYPE_CHECKING:
@@ -65,6 +65,36 @@ class StepStats:
     max_ns: int
     slowest: str
     shares_pct: dict[str, float | None]  # breakdown of all its steps together
+
+
+@dataclass(frozen=True, slots=True)
+class StepShare:
+    """One part of the time breakdown as a share of step time, over one GPU's steps: the
+    median step's share (what `gate` judges) and the range of the steps' shares."""
+
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    median_pct: float
+    low_pct: float
+    high_pct: float
+    steps: int  # steps with a positive step time: the ones a share exists for
+
+
+def step_shares(steps: Sequence[StepReport], part: str) -> tuple[StepShare, ...]:
+    """`part` (a BREAKDOWN_FIELDS name, e.g. "exposed comm") as % of each step's time, per GPU
+    in report order; GPUs without a step of positive length are left out."""
+    field = BREAKDOWN_FIELDS[part]
+    by_gpu: dict[tuple[str, int, int], tuple[int, list[float]]] = {}
+    for s in steps:
+        if s.step_time_ns > 0:
+            share = 100.0 * getattr(s, field) / s.step_time_ns
+            by_gpu.setdefault((s.file, s.pid, s.device_id), (s.rank, []))[1].append(share)
+    return tuple(
+        StepShare(*key, rank, statistics.median(values), min(values), max(values), len(values))
+        for key, (rank, values) in by_gpu.items()
+    )
 
 
 def build_steps(

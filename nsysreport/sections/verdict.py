@@ -5,7 +5,6 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from nsysreport.sections.collectives import CollectiveReport, Stragglers
 from nsysreport.sections.gpu_breakdown import GpuReport
@@ -25,11 +24,26 @@ RECAPTURE = "nsys profile --cuda-graph-trace=node ..."
 
 
 @dataclass(frozen=True, slots=True)
+class Straggler:
+    """The GPU the verdict names: its late arrivals cause most of the other GPUs' exposed
+    communication (STRAGGLER_EXPLAINS_PCT)."""
+
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    last_arrivals: int
+    matched_instances: int
+    caused_wait_ns: int
+    share_of_exposed_comm_pct: float  # caused_wait_ns as % of the other GPUs' exposed comm
+
+
+@dataclass(frozen=True, slots=True)
 class Bottleneck:
     stage: str  # compute | communication | memcpy | host
     share_pct: float  # share of all GPUs' span spent in that stage
     gain_pct: float  # span saved by fixing it (what-if), share of all GPUs' span
-    straggler: dict[str, Any] | None
+    straggler: Straggler | None
     summary: str
     # share of all GPUs' span inside CUDA graphs traced as a whole (never idle, never host time);
     # None when the trace has no such graph launches
@@ -73,9 +87,9 @@ def bottleneck(
         sentence += _dominant_op(collectives, len(gpus)) + _worst_layer(layers)
     if straggler is not None:
         sentence += (
-            f" Most exposed communication is waiting for rank {straggler['rank']}: it arrives "
-            f"last at {straggler['last_arrivals']} of {straggler['matched_instances']} collectives "
-            f"and costs the other GPUs {fmt_ns(straggler['caused_wait_ns'])} of waiting."
+            f" Most exposed communication is waiting for rank {straggler.rank}: it arrives "
+            f"last at {straggler.last_arrivals} of {straggler.matched_instances} collectives "
+            f"and costs the other GPUs {fmt_ns(straggler.caused_wait_ns)} of waiting."
         )
     graph_pct = None
     if any(g.graph_launches for g in gpus):
@@ -122,7 +136,7 @@ _SENTENCES = {
 }
 
 
-def _straggler(stragglers: Stragglers, gpus: Sequence[GpuReport]) -> dict[str, Any] | None:
+def _straggler(stragglers: Stragglers, gpus: Sequence[GpuReport]) -> Straggler | None:
     """The straggler, when the waiting it causes is most of the other GPUs' exposed comm."""
     s = stragglers.straggler
     if s is None:
@@ -135,16 +149,16 @@ def _straggler(stragglers: Stragglers, gpus: Sequence[GpuReport]) -> dict[str, A
     explains = pct(s.caused_wait_ns, others)
     if explains is None or explains < STRAGGLER_EXPLAINS_PCT:
         return None
-    return {
-        "file": s.file,
-        "pid": s.pid,
-        "device_id": s.device_id,
-        "rank": s.rank,
-        "last_arrivals": s.last_arrivals,
-        "matched_instances": s.matched_instances,
-        "caused_wait_ns": s.caused_wait_ns,
-        "share_of_exposed_comm_pct": explains,
-    }
+    return Straggler(
+        s.file,
+        s.pid,
+        s.device_id,
+        s.rank,
+        s.last_arrivals,
+        s.matched_instances,
+        s.caused_wait_ns,
+        explains,
+    )
 
 
 def _dominant_op(collectives: Sequence[CollectiveReport], n_gpus: int) -> str:

@@ -1,0 +1,84 @@
+"""From trace files, or a saved report JSON, to the report model: the one way in for the
+command line, compare, gate and the Python API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from nsysreport.inputs import expand_inputs
+from nsysreport.load import check_file, open_trace
+from nsysreport.model import Report, build_report
+from nsysreport.model_json import saved_json
+from nsysreport.multi import build_multi_report
+from nsysreport.patterns import Patterns
+from nsysreport.workers import default_jobs
+
+Progress = Callable[[str], None]
+Window = tuple[int | None, int | None]  # --timeline-range: ns after the first activity
+
+
+def analyse(
+    traces: str | Path | Sequence[str | Path],
+    patterns: Patterns | None = None,
+    top: int = 10,
+    timeline_step: str | None = None,
+    timeline_range: Window = (None, None),
+    cache: bool = False,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    align: bool = True,
+    progress: Progress | None = None,
+) -> Report:
+    """The report of one trace, or one report over several (files, a directory of per-rank
+    files, a quoted glob); nsys SQLite exports or PyTorch profiler JSON traces.
+
+    `cache`: keep the loaded tables in the user's cache directory and reuse them while the trace
+    is unchanged. Several files: `jobs` worker processes (default: one per core) or a Dask
+    `scheduler`; `align`: put their clocks on one time line.
+    """
+    named = [traces] if isinstance(traces, str | Path) else traces
+    paths = expand_inputs([str(p) for p in named])
+    patterns = patterns or Patterns()
+    if len(paths) == 1:
+        return analyse_one(paths[0], patterns, top, timeline_step, timeline_range, cache, progress)
+    for path in paths:
+        check_file(path)  # every bad file fails before any work starts
+    return build_multi_report(
+        paths,
+        patterns,
+        top,
+        timeline_step,
+        timeline_range,
+        jobs=jobs or default_jobs(),
+        scheduler=scheduler,
+        align=align,
+        cache=cache,
+        progress=progress,
+    )
+
+
+def analyse_one(
+    path: Path,
+    patterns: Patterns,
+    top: int = 10,
+    timeline_step: str | None = None,
+    timeline_range: Window = (None, None),
+    cache: bool = False,
+    progress: Progress | None = None,
+) -> Report:
+    """The report of the one trace at `path`."""
+    loading = None if progress is None else (lambda table: progress(f"loading {table}"))
+    con = open_trace(path, loading, patterns, cache)
+    if progress is not None:
+        progress("analysing")
+    return build_report(con, path, top, timeline_step, timeline_range)
+
+
+def open_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:
+    """A saved `report --json` file read back (Report.from_json), else the report of the trace
+    or of the directory of per-rank files at `path` (compare and gate take either)."""
+    saved = saved_json(path)
+    if saved is not None:
+        return Report.from_json(saved, path)
+    return analyse(path, patterns, cache=cache)

@@ -1,0 +1,265 @@
+"""The metrics `gate` can check: each one's name, unit, direction and aggregation, and how it
+reads the report model (the same fields and properties the report shows)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from nsysreport.errors import OptionError
+from nsysreport.model import Report
+from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.layers import OUTSIDE
+
+GpuKey = tuple[str, int, int]  # (file, pid, device_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Spread:
+    """Step-to-step range of a metric: the lowest and highest of `samples` values."""
+
+    low: float
+    high: float
+    samples: int
+    over: str  # what was sampled: "steps of rank 3", "GPU-steps"
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    value: float | None  # None: the trace has nothing to measure (the note says why)
+    spread: Spread | None = None
+    note: str = ""  # which GPU, layer or steps the value comes from
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    name: str
+    unit: str  # "pct" or "ns"
+    higher_is_worse: bool
+    aggregation: str  # one line for --help, the README and the error listing metrics
+    compute: Callable[[Report, str | None], Measure]  # (report, [selector]) -> measure
+    selector: bool = False  # takes `name[ARG]`
+
+
+def _key(g: GpuReport) -> GpuKey:
+    return g.file, g.pid, g.device_id
+
+
+def _per_gpu_share(
+    part: str, worst: Callable[..., float]
+) -> Callable[[Report, str | None], Measure]:
+    """A breakdown part as % of time: the median over each GPU's steps (Report.step_shares), or
+    its share of the span without steps (GpuReport.shares_pct); the worst GPU."""
+
+    def compute(report: Report, _: str | None) -> Measure:
+        shares = report.step_shares(part)
+        if shares:
+            target = worst(s.median_pct for s in shares)
+            s = next(s for s in shares if s.median_pct == target)  # the first among equals
+            spread = Spread(s.low_pct, s.high_pct, s.steps, f"steps of rank {s.rank}")
+            return Measure(s.median_pct, spread, f"rank {s.rank}, median of {s.steps} steps")
+        values = {_key(g): g.shares_pct[part] for g in report.gpus if g.span_ns}
+        return _worst_gpu(report, values, worst, "no GPU activity", "whole trace (no steps)")
+
+    return compute
+
+
+def _per_gpu_value(
+    value: Callable[[GpuReport], float | None],
+    worst: Callable[..., float],
+    missing: str,
+) -> Callable[[Report, str | None], Measure]:
+    """A whole-trace per-GPU value, worst GPU; GPUs where it is None are left out."""
+
+    def compute(report: Report, _: str | None) -> Measure:
+        values = {_key(g): value(g) for g in report.gpus}
+        return _worst_gpu(report, values, worst, missing, "whole trace")
+
+    return compute
+
+
+def _worst_gpu(
+    report: Report,
+    values: Mapping[GpuKey, float | None],
+    worst: Callable[..., float],
+    missing: str,
+    over: str,
+) -> Measure:
+    """The worst of per-GPU values (the first GPU in report order among equals), and its rank."""
+    known = {k: v for k, v in values.items() if v is not None}
+    if not known:
+        return Measure(None, note=missing)
+    target = worst(known.values())
+    key = next(k for k, v in known.items() if v == target)
+    rank = next(g.rank for g in report.gpus if _key(g) == key)
+    return Measure(target, None, f"rank {rank}, {over}")
+
+
+def _step_time(report: Report, _: str | None) -> Measure:
+    if report.steps:
+        times = [s.step_time_ns for s in report.steps]
+        gpus = len({(s.file, s.pid, s.device_id) for s in report.steps})
+        spread = Spread(min(times), max(times), len(times), "GPU-steps")
+        note = f"median of {len(times)} steps on {gpus} GPU{'s' * (gpus != 1)}"
+        return Measure(report.median_step_ns, spread, note)
+    if not report.gpus:
+        return Measure(None, note="no GPU activity")
+    return Measure(report.median_span_ns, None, "no steps matched: median GPU span instead")
+
+
+def _straggler_wait(report: Report, _: str | None) -> Measure:
+    spans = {_key(g): g.span_ns for g in report.gpus}
+    waits = {
+        (s.file, s.pid, s.device_id): 100.0 * s.wait_ns / span
+        for s in report.stragglers.gpus
+        if (span := spans.get((s.file, s.pid, s.device_id)))
+    }
+    if not waits:
+        return Measure(0.0, None, "no collectives matched across GPUs")
+    return _worst_gpu(report, waits, max, "", "whole trace")
+
+
+def _layer_exposed_comm(report: Report, layer: str | None) -> Measure:
+    """LayerAcrossGpus.exposed_comm_mean_ns of the named layer, else of the most exposed one
+    (the one the verdict names: layers_across comes most exposed first)."""
+    inside = [x for x in report.layers_across if x.layer != OUTSIDE]
+    if layer is not None:
+        chosen = next((x for x in inside if x.layer == layer), None)
+        if chosen is None:
+            known = ", ".join(x.layer for x in inside)
+            known = known or "none (no NVTX range matched the layer pattern)"
+            raise OptionError(f"no layer named {layer!r}; its layers: {known}")
+    elif not inside:
+        return Measure(None, note="no NVTX range matched the layer pattern")
+    else:
+        chosen = inside[0]
+    gpus = chosen.gpus
+    note = f"{chosen.layer}, mean of {gpus} GPU{'s' * (gpus != 1)}"
+    return Measure(chosen.exposed_comm_mean_ns, None, note)
+
+
+def _gap_p99(report: Report, _: str | None) -> Measure:
+    if not report.gpus:
+        return Measure(None, note="no GPU activity")
+    if all(g.gaps.p99_ns is None for g in report.gpus):
+        return Measure(0.0, None, "no GPU has a gap")
+    return _per_gpu_value(lambda g: g.gaps.p99_ns, max, "")(report, None)
+
+
+def _overlap(g: GpuReport) -> float | None:
+    return g.overlap_pct
+
+
+def _exposed_comm(g: GpuReport) -> float:
+    return g.exposed_comm_ns
+
+
+def _idle(g: GpuReport) -> float:
+    return g.idle_ns
+
+
+METRICS: dict[str, Metric] = {
+    m.name: m
+    for m in (
+        Metric(
+            "exposed_comm_pct",
+            "pct",
+            True,
+            "worst GPU's exposed_comm_ns as % of time; median over its steps if any, else of span",
+            _per_gpu_share("exposed comm", max),
+        ),
+        Metric(
+            "exposed_memcpy_pct",
+            "pct",
+            True,
+            "worst GPU's exposed_memcpy_ns as % of time; median over steps if any, else of span",
+            _per_gpu_share("exposed memcpy", max),
+        ),
+        Metric(
+            "idle_pct",
+            "pct",
+            True,
+            "worst GPU's idle_ns as % of time; median over its steps if any, else of span",
+            _per_gpu_share("idle", max),
+        ),
+        Metric(
+            "graph_opaque_pct",
+            "pct",
+            True,
+            "worst GPU's graph_opaque_ns (inside CUDA graphs traced as a whole) as % of time; "
+            "median over its steps if any, else of span",
+            _per_gpu_share("graph opaque", max),
+        ),
+        Metric(
+            "compute_pct",
+            "pct",
+            False,
+            "least GPU's compute_ns as % of time; median over its steps if any, else of span",
+            _per_gpu_share("compute", min),
+        ),
+        Metric(
+            "overlap_pct",
+            "pct",
+            False,
+            "least overlap_pct of the GPUs that communicate (whole trace); skipped if none do",
+            _per_gpu_value(_overlap, min, "no GPU has communication"),
+        ),
+        Metric(
+            "step_time_ns",
+            "ns",
+            True,
+            "median step_time_ns over all steps of all GPUs; without steps the median GPU span",
+            _step_time,
+        ),
+        Metric(
+            "gap_p99_ns",
+            "ns",
+            True,
+            "largest gaps.p99_ns of any GPU (whole trace); 0 when no GPU has a gap",
+            _gap_p99,
+        ),
+        Metric(
+            "straggler_wait_pct",
+            "pct",
+            True,
+            "largest stragglers wait_ns of any GPU as % of its span_ns (whole trace)",
+            _straggler_wait,
+        ),
+        Metric(
+            "layer_exposed_comm_ns",
+            "ns",
+            True,
+            "exposed_comm_ns of the worst layer, mean over GPUs, all occurrences; "
+            "layer_exposed_comm_ns[NAME] gates one layer",
+            _layer_exposed_comm,
+            selector=True,
+        ),
+        Metric(
+            "exposed_comm_ns",
+            "ns",
+            True,
+            "largest exposed_comm_ns of any GPU (whole trace)",
+            _per_gpu_value(_exposed_comm, max, "no GPU activity"),
+        ),
+        Metric(
+            "idle_ns",
+            "ns",
+            True,
+            "largest idle_ns of any GPU (whole trace)",
+            _per_gpu_value(_idle, max, "no GPU activity"),
+        ),
+    )
+}
+
+
+def metric_of(name: str) -> tuple[Metric, str | None]:
+    """The metric `name` refers to, and its [selector] if it has one."""
+    match = re.fullmatch(r"(\w+)(?:\[(.+)\])?", name.strip())
+    metric = METRICS.get(match.group(1)) if match else None
+    if match is None or metric is None:
+        valid = ", ".join(METRICS) + ", layer_exposed_comm_ns[LAYER]"
+        raise OptionError(f"unknown metric {name!r}; valid metrics: {valid}")
+    if match.group(2) is not None and not metric.selector:
+        raise OptionError(f"metric {metric.name!r} takes no [selector]")
+    return metric, match.group(2)
