@@ -36,12 +36,13 @@ LABEL_KEYED = {
     "gpus[].gaps.histogram": "<bucket>",
     "gpus[].gaps.histogram_ns": "<bucket>",
     "step_stats[].shares_pct": "<part>",
+    "step_stats[].median_step_shares_pct": "<part>",
 }
 
 
 def gate_metric_names() -> list[str]:
     """The names `nsysreport gate` accepts, from the gate's own catalogue."""
-    from nsysreport.gate import METRICS
+    from nsysreport.gate_metrics import METRICS
 
     return list(METRICS)
 
