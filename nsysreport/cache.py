@@ -262,7 +262,7 @@ def open_cached(
     if target.exists():
         try:
             con = connect(target, read_only=True)
-            con.execute("SELECT count(*) FROM gpu_segment").fetchone()
+            con.table("gpu_segment").limit(1).fetchall()  # readable, and holds derived tables
             return con
         except duckdb.Error:
             with suppress(OSError):
@@ -330,7 +330,7 @@ def _build(
         con = connect(tmp)
         try:
             load_into(con, trace, schema, progress, patterns)
-            con.execute("CHECKPOINT")
+            con.checkpoint()
         finally:
             con.close()
         os.replace(tmp, target)

@@ -75,21 +75,17 @@ def analyse_file(job: FileJob) -> FilePart:
 
     con = _open(job)
     report = build_report(con, Path(job.path), job.top, partial=True)
-    session = con.execute(
-        "SELECT utcEpochNs, systemClockNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1"
-    ).fetchone()
+    session = run_query(con, "session_start").rows()
     wanted = DEFAULT_ACTIVITIES if job.timeline_default and not report.steps else EVERY_ACTIVITY
     middle = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
-    instances = con.execute(
-        "SELECT op, ordinal, pid, device_id, start_ns, end_ns FROM collective"
-    ).pl()
+    instances = run_query(con, "collective_instances")
     product = report.traces[0].product or ""
     return FilePart(
         name=job.name,
         report=report,
         ranks=read_file_ranks(con),
         kineto="kineto" in product.lower(),
-        epoch_ns=session_epoch(*session) if session else None,
+        epoch_ns=session_epoch(*session[0]) if session else None,
         instances=instances,
         middle=middle[0] if middle else None,
     )
@@ -306,9 +302,8 @@ def _stragglers(
                 end_ns=pl.col("end_ns") + clock.offset_ns,
             )
         )
-    collective = pl.concat(frames)  # noqa: F841 (DuckDB reads it by name)
     con = connect()
-    con.execute("CREATE TABLE collective AS SELECT * FROM collective")
+    con.register("collective", pl.concat(frames))  # the straggler queries read it by name
     gpus = []
     for row in run_query(con, "straggler_gpu").to_dicts():
         file, pid, dev = keys[row.pop("pid")]
