@@ -29,7 +29,7 @@ from nsysreport.cache_files import cache_dir, cache_path, drop_older, remove_sta
 from nsysreport.errors import TraceError
 from nsysreport.kineto import copy_kineto, is_kineto
 from nsysreport.patterns import Patterns
-from nsysreport.queries import create_views, keep_results
+from nsysreport.queries import create_views, keep_results, run_loader
 from nsysreport.workers import THREADS_VARIABLE, default_jobs
 
 if TYPE_CHECKING:
@@ -161,18 +161,6 @@ EXPORT_HINT = "nsys export --type sqlite --output {out} {src}"
 Progress = Callable[[str], None]
 
 
-# Rows of a source table that no loader could type (see _reason_sql), by source and reason.
-LOAD_SKIPPED = "load_skipped"
-# NVTX ranges left in the file because they can play no role (closed, on one thread, their
-# inline text matching no step, layer or collective pattern): PyTorch's emit_nvtx writes about
-# five per kernel, each text unique, and no analysis reads them; the Capture section counts them.
-NVTX_UNLOADED = "nvtx_unloaded"
-NVTX_ROLELESS = """
-    eventType IN (59, 60, 70, 71) AND "end" IS NOT NULL
-    AND (endGlobalTid IS NULL OR endGlobalTid = globalTid)
-    AND textId IS NULL AND text IS NOT NULL
-    AND NOT regexp_matches(replace(text, chr(0), ''), $roles)
-"""
 INT_RANGE = 9.2e18  # a float in an integer column is taken as an integer when integral and below
 
 
@@ -230,7 +218,7 @@ def _open_cached(
     if target.exists():
         try:
             con = connect(target, read_only=True)
-            con.execute("SELECT count(*) FROM gpu_segment").fetchone()
+            con.table("gpu_segment").limit(1).fetchall()  # readable, and holds derived tables
             return con
         except duckdb.Error:
             with suppress(OSError):
@@ -295,7 +283,7 @@ def _build_cache(
         try:
             load_into(con, trace, schema, progress, patterns)
             keep_results(con)
-            con.execute("CHECKPOINT")
+            con.checkpoint()
         finally:
             con.close()
         os.replace(tmp, target)
@@ -322,8 +310,7 @@ def load_into(
         copy_tables(con, path, schema, progress, patterns.role_pattern())
     # Which tables the file has, for what the report can say about the capture (GPU metrics
     # are sampled into tables the analysis does not load).
-    names = sorted(schema.tables - KINETO_SCHEMA.tables)
-    con.execute("INSERT INTO source_table SELECT unnest($names::VARCHAR[])", {"names": names})
+    run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})
     if progress:
         progress("deriving timelines")
     create_views(con, patterns)
@@ -357,7 +344,7 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
             "temp_directory": str(spill),
         },
     )
-    con.execute("SET enable_progress_bar = false")  # nsysreport draws its own progress
+    run_loader(con, "connection_settings")
     return con
 
 
@@ -445,6 +432,8 @@ def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
     except sqlite3.Error as exc:
         raise TraceError(f"{path}: cannot be opened as SQLite ({exc})") from exc
     try:
+        # SQLite's own catalogue, and the declared tables by name (SQL takes no parameter for a
+        # table's name: the names come from RAW_TABLES and GPU_TABLES, quoted).
         listed = src.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
         tables = frozenset(row[0] for row in listed)
         declared = {
@@ -593,6 +582,7 @@ def copy_tables(
     import duckdb
 
     create_raw_tables(con)
+    run_loader(con, "nvtx_roleless")  # the macro the scan's filter and the delete after it call
     loader = _pick_loader(con)
     present = [t for t in RAW_TABLES if t in schema.tables]
     try:
@@ -617,14 +607,10 @@ def _leave_roleless_ranges(con: duckdb.DuckDBPyConnection, source: Path, roles: 
     """Drop the NVTX rows that can play no role (the scanner never loaded them) and count them:
     the file's NVTX rows (SQLite counts a table's rows without reading them) less those loaded
     and those the careful read skipped, which every loader reads alike."""
-    con.execute(f"DELETE FROM NVTX_EVENTS WHERE {NVTX_ROLELESS}", {"roles": roles})
+    run_loader(con, "nvtx_roleless_delete", {"roles": roles})
     with closing(sqlite3.connect(_immutable_uri(source), uri=True)) as src:
         in_file = src.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0]
-    con.execute(
-        f"INSERT INTO {NVTX_UNLOADED} SELECT $in_file - (SELECT count(*) FROM NVTX_EVENTS)"
-        f" - (SELECT coalesce(sum(count), 0) FROM {LOAD_SKIPPED} WHERE source = 'NVTX_EVENTS')",
-        {"in_file": in_file},
-    )
+    run_loader(con, "nvtx_unloaded_count", {"in_file": in_file})
 
 
 def _unreadable(path: Path, exc: BaseException) -> str:
@@ -651,15 +637,21 @@ def _reason(exc: BaseException) -> str:
     return schema.group(0) if schema else first
 
 
+# From here on, the SQL that names raw tables and their columns is built from the RAW_TABLES
+# declaration, by necessity: which columns a statement lists, and how it reads each (by its
+# declared type), come from the declaration and from the columns the trace file really has,
+# and SQL takes no parameter for a table's or a column's name. Names are nsys's, quoted; values
+# never enter the text (they are bound as parameters). Every statement that is the same for
+# every trace is a file in queries/load/, run by run_loader.
+
+
 def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Every raw table, empty, with the columns the views read (absent ones stay empty), and
     the tables of rows the load could not type and of the file's table names."""
     for table, cols in RAW_TABLES.items():
         defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
         con.execute(f'CREATE TABLE "{table}" ({defs})')
-    con.execute(f"CREATE TABLE {LOAD_SKIPPED} (source VARCHAR, reason VARCHAR, count BIGINT)")
-    con.execute(f"CREATE TABLE {NVTX_UNLOADED} (count BIGINT)")
-    con.execute("CREATE TABLE source_table (name VARCHAR)")  # every table of the trace file
+    run_loader(con, "side_tables")
 
 
 def safe_text(data: bytes) -> str:
@@ -668,8 +660,8 @@ def safe_text(data: bytes) -> str:
 
 
 def _text_functions(con: duckdb.DuckDBPyConnection) -> None:
-    """nsys_text(BLOB) -> VARCHAR, the text policy in SQL: DuckDB decodes valid UTF-8 (nearly
-    every value), Python only the rare rest."""
+    """nsys_text(BLOB) -> VARCHAR, the text policy in SQL (queries/load/nsys_text.sql): DuckDB
+    decodes valid UTF-8 (nearly every value), Python only the rare rest."""
     import duckdb
 
     con.create_function(
@@ -679,10 +671,7 @@ def _text_functions(con: duckdb.DuckDBPyConnection) -> None:
         duckdb.sqltype("VARCHAR"),
         side_effects=False,
     )
-    con.execute(
-        "CREATE OR REPLACE TEMP MACRO nsys_text(b) AS "
-        "replace(coalesce(try(decode(b)), nsys_decode_rest(b)), chr(0), '')"
-    )
+    run_loader(con, "nsys_text")
 
 
 def _adbc_error() -> type[Exception]:
@@ -812,8 +801,8 @@ class _Adbc:
                 "WHERE reason IS NOT NULL GROUP BY reason ORDER BY reason"
             )
             rows = cur.fetchall()
-        for reason_text, count in rows:
-            con.execute(f"INSERT INTO {LOAD_SKIPPED} VALUES (?, ?, ?)", [table, reason_text, count])
+        for why, count in rows:
+            run_loader(con, "skipped_rows", {"source": table, "reason": why, "count": count})
         return True
 
 
@@ -827,7 +816,7 @@ def _pick_loader(con: duckdb.DuckDBPyConnection) -> str:
     if extension is None:
         return "adbc"
     try:
-        con.execute(f"LOAD '{_sql_string(str(extension))}'")
+        con.load_extension(str(extension))
     except duckdb.Error:
         return "adbc"  # built for another DuckDB version: refused cleanly, no crash
     return "sqlite_scanner"
@@ -853,6 +842,13 @@ def _sql_string(text: str) -> str:
     return text.replace("'", "''")
 
 
+# The scan's filter for NVTX_EVENTS: the rows that can play a role (nvtx_roleless.sql).
+ROLELESS_KEPT = (
+    "WHERE NOT coalesce("
+    'nvtx_roleless(eventType, "end", endGlobalTid, globalTid, textId, text, $roles), false)'
+)
+
+
 def _copy_with_scanner(
     con: duckdb.DuckDBPyConnection,
     path: Path,
@@ -867,6 +863,7 @@ def _copy_with_scanner(
     refuses every such value, so where it succeeds the careful read would skip nothing."""
     import duckdb
 
+    # DuckDB's ATTACH takes no parameter: the file's name is a quoted literal.
     con.execute(f"ATTACH '{_sql_string(str(path.resolve()))}' AS nsys (TYPE sqlite, READ_ONLY)")
     try:
         for table in tables:
@@ -881,10 +878,7 @@ def _copy_with_scanner(
                 # Roleless NVTX ranges are never loaded (the delete after the load then finds none).
                 keep, params = "", {}
                 if table == "NVTX_EVENTS" and nvtx_roles is not None:
-                    keep, params = (
-                        f"WHERE NOT coalesce({NVTX_ROLELESS}, false)",
-                        {"roles": nvtx_roles},
-                    )
+                    keep, params = ROLELESS_KEPT, {"roles": nvtx_roles}
                 try:
                     con.execute(
                         f'INSERT INTO main."{table}" ({names}) '
@@ -899,4 +893,4 @@ def _copy_with_scanner(
                         raise
             adbc.copy(con, table, schema, exact=False)
     finally:
-        con.execute("DETACH nsys")
+        run_loader(con, "detach_trace")

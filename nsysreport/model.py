@@ -14,6 +14,7 @@ from nsysreport import __version__
 from nsysreport.align import FileClock
 from nsysreport.errors import TraceError
 from nsysreport.model_json import WRITE_AGAIN, Decoder, check_version
+from nsysreport.queries import run_query
 from nsysreport.ranks import RankInfo
 from nsysreport.sections.capture import Capture, build_capture, read_facts
 from nsysreport.sections.collectives import (
@@ -204,17 +205,12 @@ def build_report(
     `partial`: one file of several (nsysreport.multi merges them): every kernel name is kept
     for the merged top-N tables, and the timeline is left to the merge, which picks its window.
     """
-    meta = con.execute(
-        "SELECT nsys_version, schema_version, host, duration_ns, simulated, product FROM trace_meta"
-    ).fetchone()
-    assert meta is not None  # trace_meta always has exactly one row
-    trace = TraceInfo(str(trace_path), *meta)
+    meta = run_query(con, "trace_info").rows()  # no row: the export says nothing of itself
+    trace = TraceInfo(str(trace_path), *(meta[0] if meta else (None,) * 6))
     file = trace_path.name
     ranks = {
         (pid, dev): (rank, host, name)
-        for pid, dev, rank, host, name in con.execute(
-            "SELECT pid, device_id, rank, host, gpu_name FROM gpu ORDER BY pid, device_id"
-        ).fetchall()
+        for pid, dev, rank, host, name in run_query(con, "gpu_rank").rows()
     }
     gpus = build_gpus(con, file, ranks, top)
     steps, step_stats = build_steps(con, file, ranks)

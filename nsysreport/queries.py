@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from graphlib import CycleError, TopologicalSorter
@@ -22,7 +22,7 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 HEADER_LINE = re.compile(r"^--\s?(.*)$")
 SUMMARY = re.compile(r"^(\w+):\s*(.+)$")
 # A documented parameter or column: `$name TYPE default meaning` or `name TYPE meaning`.
-PARAM_DOC = re.compile(r"^\s+\$(\w+)\s+(\w+)\s+(\S+)\s+(.+)$")
+PARAM_DOC = re.compile(r"^\s+\$(\w+)\s+(\w+(?:\[\])?)\s+(\S+)\s+(.+)$")
 COLUMN_DOC = re.compile(r"^\s+(\w+)\s+(\w+(?:\[\])?)\s+(.+)$")
 PARAM_TYPES: dict[str, type] = {"BIGINT": int, "INTEGER": int, "DOUBLE": float, "VARCHAR": str}
 
@@ -59,10 +59,12 @@ class QueryFile:
     columns: tuple[ColumnDoc, ...]
     sql: str
     reads: tuple[str, ...] = ()  # the tables and views it reads (`Reads:`), in the header's order
+    writes: tuple[str, ...] = ()  # what a loader's step creates or fills (`Writes:`)
 
 
 def parse_query_file(path: Path) -> QueryFile:
-    """Read a SQL file's header: `-- name: summary`, free text, `Reads:`, `Params:`, `Columns:`."""
+    """Read a SQL file's header: `-- name: summary`, free text, `Reads:` (and for a loader's
+    step `Writes:`), `Params:`, `Columns:`."""
     sql = path.read_text(encoding="utf-8")
     header = []
     for line in sql.splitlines():
@@ -75,14 +77,14 @@ def parse_query_file(path: Path) -> QueryFile:
         raise ValueError(f"{path}: must start with '-- {path.stem}: <one-line summary>'")
     params: list[Param] = []
     columns: list[ColumnDoc] = []
-    reads: list[str] = []
+    names: dict[str, list[str]] = {"Reads:": [], "Writes:": []}
     section = ""
     for line in header[1:]:
-        if line.startswith("Reads:"):
-            section = "Reads:"
-            reads += _names(line.removeprefix("Reads:"))
-        elif section == "Reads:" and line.startswith("  "):
-            reads += _names(line)
+        if line.startswith(("Reads:", "Writes:")):
+            section = line.split(":")[0] + ":"
+            names[section] += _names(line.removeprefix(section))
+        elif section in names and line.startswith("  "):
+            names[section] += _names(line)
         elif line.strip() in ("Params:", "Columns:"):
             section = line.strip()
         elif section == "Params:" and (p := PARAM_DOC.match(line)):
@@ -91,7 +93,7 @@ def parse_query_file(path: Path) -> QueryFile:
             params.append(Param(name, type_, value, meaning))
         elif section == "Columns:" and (c := COLUMN_DOC.match(line)):
             columns.append(ColumnDoc(*c.groups()))
-    sections = tuple(params), tuple(columns), sql, tuple(reads)
+    sections = tuple(params), tuple(columns), sql, tuple(names["Reads:"]), tuple(names["Writes:"])
     return QueryFile(path.stem, path, first.group(2), *sections)
 
 
@@ -141,15 +143,18 @@ def create_views(
     """Create the option tables (name patterns, message sizes) and every view and derived
     table, in the declared order; `timed(name, seconds)` hears how long each one took."""
     patterns = patterns or Patterns()
-    _option_table(
+    rules = patterns.kernel_rules
+    run_loader(
         con,
         "kernel_class_rule",
-        "priority INTEGER, class VARCHAR, pattern VARCHAR",
-        [(i, cls, pattern) for i, (cls, pattern) in enumerate(patterns.kernel_rules)],
+        {
+            "priorities": list(range(len(rules))),
+            "classes": [cls for cls, _ in rules],
+            "patterns": [pattern for _, pattern in rules],
+        },
     )
-    _option_table(
-        con, "comm_bytes_option", "op VARCHAR, bytes BIGINT", list(patterns.comm_bytes.items())
-    )
+    sizes = patterns.comm_bytes
+    run_loader(con, "comm_bytes_option", {"ops": list(sizes), "sizes": list(sizes.values())})
     for view in view_files():
         began = time.perf_counter()
         con.execute(view.sql, _bind(view, patterns.view_params()))
@@ -157,14 +162,34 @@ def create_views(
             timed(view.name, time.perf_counter() - began)
 
 
-def _option_table(
-    con: duckdb.DuckDBPyConnection, name: str, columns: str, rows: Sequence[tuple[object, ...]]
-) -> None:
-    """A small table of user options that the views join (patterns are data, not SQL text)."""
-    con.execute(f"CREATE OR REPLACE TABLE {name} ({columns})")
-    if rows:
-        marks = ", ".join("?" for _ in rows[0])
-        con.executemany(f"INSERT INTO {name} VALUES ({marks})", list(rows))
+@cache
+def load_files() -> tuple[QueryFile, ...]:
+    """The loaders' steps (queries/load/): statements that create and fill the raw tables, the
+    tables beside them and the option tables, run by the code in the order it lists them."""
+    folder = resource_dir("queries") / "load"
+    return tuple(parse_query_file(p) for p in sorted(folder.glob("*.sql")))
+
+
+def loader_step(name: str) -> QueryFile:
+    """queries/load/<name>.sql (a name the code gives: unknown is a bug, not a user's error)."""
+    for step in load_files():
+        if step.name == name:
+            return step
+    raise ValueError(f"queries/load/ has no step {name!r}")
+
+
+def run_loader(
+    con: duckdb.DuckDBPyConnection, name: str, params: Mapping[str, object] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Run the statements of queries/load/<name>.sql in order, with exactly the parameters its
+    header declares (DuckDB binds parameters in the last statement only: a step that takes
+    some is one statement). Returns the connection, to fetch a step's SELECT."""
+    step = loader_step(name)
+    given = dict(params or {})
+    declared = {p.name for p in step.params}
+    if set(given) != declared:
+        raise ValueError(f"{step.path}: takes {sorted(declared)}, given {sorted(given)}")
+    return con.execute(step.sql, given) if given else con.execute(step.sql)
 
 
 def run_query(

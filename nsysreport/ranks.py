@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from nsysreport.queries import run_query
+
 if TYPE_CHECKING:
     import duckdb
 
@@ -56,23 +58,19 @@ def read_file_ranks(con: duckdb.DuckDBPyConnection) -> FileRanks:
     """The rank evidence in one loaded trace (its `gpu` view and the capture metadata)."""
     gpus = tuple(
         (int(pid), int(dev), int(rank))
-        for pid, dev, rank in con.execute(
-            "SELECT pid, device_id, rank FROM gpu ORDER BY pid, device_id"
-        ).fetchall()
+        for pid, dev, rank in run_query(con, "gpu_rank").select("pid", "device_id", "rank").rows()
     )
-    mpi_row = con.execute("SELECT count(*) FROM MPI_RANKS").fetchone()
+    mpi = run_query(con, "mpi_rank_count").height > 0
     env: dict[str, str] = dict(
         (m.group(1), m.group(2))
-        for (value,) in con.execute(
-            "SELECT value FROM META_DATA_CAPTURE WHERE name LIKE 'PROCESS_%:ENVIRONMENT_VARIABLE'"
-        ).fetchall()
+        for value in run_query(con, "capture_environment")["value"]
         if value is not None and (m := _ENV_ROW.match(value))
     )
     name = next((v for v in RANK_VARIABLES if v in env), None)
     source = None if name is None else f"{name} in the capture environment"
     return FileRanks(
         gpus=gpus,
-        mpi=bool(mpi_row and mpi_row[0]),
+        mpi=mpi,
         env_rank=None if name is None else int(env[name]),
         env_source=source,
     )

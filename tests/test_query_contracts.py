@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import duckdb
 import pytest
 
-from nsysreport.load import RAW_TABLES, open_trace
-from nsysreport.queries import QueryFile, query_files, resource_dir, run_query, view_files
+import nsysreport
+from nsysreport import kineto
+from nsysreport.load import RAW_TABLES, connect, open_trace
+from nsysreport.queries import (
+    QueryFile,
+    load_files,
+    query_files,
+    resource_dir,
+    run_loader,
+    run_query,
+    view_files,
+)
 
 from conftest import real_trace
 
@@ -81,12 +92,30 @@ def test_parameters_change_the_result(con: duckdb.DuckDBPyConnection) -> None:
 
 RAW = {*RAW_TABLES, "load_skipped", "nvtx_unloaded", "source_table"}
 OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fills them
+# What the loaders' steps create or fill: the raw and option tables, and the Kineto loader's
+# temporary tables, view and macros.
+LOADED = {name for step in load_files() for name in step.writes}
+WRITES = re.compile(
+    r"\b(?:INSERT\s+INTO|DELETE\s+FROM|DROP\s+(?:TABLE|VIEW|MACRO)(?:\s+IF\s+EXISTS)?"
+    r"|CREATE(?:\s+OR\s+REPLACE)?(?:\s+TEMP)?\s+(?:TABLE|VIEW|MACRO))\s+(?:temp\.)?(\w+)",
+    re.I,
+)
+
+
+def code(sql: str) -> str:
+    """`sql` without its comments, and with every string literal emptied."""
+    body = "\n".join(line.split("--")[0] for line in sql.splitlines())
+    return re.sub(r"'[^']*'", "''", body)
 
 
 def relations_read(sql: str) -> set[str]:
     """The names after FROM or JOIN in `sql`, comments and strings left out."""
-    body = "\n".join(line.split("--")[0] for line in sql.splitlines())
-    return set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", re.sub(r"'[^']*'", "''", body), re.I))
+    return set(re.findall(r"\b(?:FROM|JOIN)\s+(\w+)", code(sql), re.I))
+
+
+def relations_written(sql: str) -> set[str]:
+    """The names `sql` creates, inserts into, deletes from or drops."""
+    return set(WRITES.findall(code(sql)))
 
 
 @pytest.mark.parametrize("query", [*view_files(), *query_files()], ids=lambda q: q.name)
@@ -114,3 +143,52 @@ def test_the_folders_show_the_layers() -> None:
         assert "\nCREATE TABLE " in path.read_text(), path
     for query in query_files():
         assert "CREATE " not in query.sql, query.path
+
+
+def test_the_folders_show_the_layers_and_nothing_lies_outside_them() -> None:
+    folders = {p.parent.relative_to(QUERIES).as_posix() for p in QUERIES.rglob("*.sql")}
+    assert folders == {"views", "derived", "report", "load"}
+
+
+@pytest.mark.parametrize(
+    "query", [*view_files(), *query_files(), *load_files()], ids=lambda q: q.name
+)
+def test_each_file_declares_exactly_the_parameters_it_uses(query: QueryFile) -> None:
+    assert set(re.findall(r"\$(\w+)", code(query.sql))) == {p.name for p in query.params}
+
+
+@pytest.mark.parametrize("step", load_files(), ids=lambda s: s.name)
+def test_each_loader_step_has_a_summary_and_declares_exactly_what_it_reads_and_writes(
+    step: QueryFile,
+) -> None:
+    assert step.summary and len(step.summary) < 100
+    assert not step.columns, "a loader's step documents no Columns: (it feeds code, not users)"
+    if step.params:  # DuckDB binds parameters in a script's last statement only
+        assert ";" not in code(step.sql).strip().rstrip(";"), "a step with Params: is one statement"
+    known = {v.name for v in view_files()} | RAW | OPTIONS | LOADED
+    assert set(step.reads) == relations_read(step.sql) & known
+    assert set(step.writes) == relations_written(step.sql)
+
+
+def test_every_loader_step_is_run_by_the_code_and_every_step_it_runs_exists() -> None:
+    package = Path(nsysreport.__file__).parent
+    source = "\n".join(p.read_text(encoding="utf-8") for p in package.rglob("*.py"))
+    run = set(re.findall(r'run_loader\(\s*\w+,\s*"(\w+)"', source)) | set(kineto.STEPS)
+    assert run == {step.name for step in load_files()}
+
+
+def test_the_kineto_steps_come_after_what_they_read() -> None:
+    steps = {step.name: step for step in load_files()}
+    done = set(steps["kineto_doc"].writes)  # read first, with the trace's path
+    for name in kineto.STEPS:
+        assert set(steps[name].reads) - RAW <= done, name
+        done |= set(steps[name].writes)
+    assert set(steps["kineto_cleanup"].writes) == done - RAW, "cleanup drops every temporary"
+
+
+def test_a_loader_step_takes_exactly_the_parameters_it_declares() -> None:
+    con = connect()
+    with pytest.raises(ValueError, match=r"takes \['in_file'\], given \[\]"):
+        run_loader(con, "nvtx_unloaded_count")
+    with pytest.raises(ValueError, match="has no step 'nope'"):
+        run_loader(con, "nope")

@@ -1,0 +1,31 @@
+-- kineto_event: every event the raw tables need, one row each, with times in integer ns
+--
+-- kineto_ns(text): microseconds as JSON number text -> integer ns, exact (rounded half up at
+-- 1 ns). Plain decimals are split at the point and scaled as integers (a cast to
+-- DECIMAL(38, 3) is exact too but 100x slower); anything else (an exponent) falls back to
+-- DOUBLE. A GPU event keeps its row without `ts` (its start is then NULL): the views leave it
+-- out and skipped_row counts it, as for nsys rows.
+--
+-- Reads: kineto_doc
+-- Writes: kineto_ns, kineto_event
+CREATE OR REPLACE TEMP MACRO kineto_ns(t) AS
+CASE WHEN regexp_full_match(t, '[0-9]+([.][0-9]*)?')
+    THEN (split_part(t, '.', 1)::HUGEINT * 1000
+        + (rpad(split_part(t, '.', 2), 4, '0')[1:4]::BIGINT + 5) // 10)::BIGINT
+    ELSE round(TRY_CAST(t AS DOUBLE) * 1000)::BIGINT END;
+
+CREATE TEMP TABLE kineto_event AS
+WITH raw AS (SELECT unnest(traceEvents) AS e FROM kineto_doc)
+SELECT
+    e.cat,
+    -- A name that is not a JSON string (-1, true, a list) is no name: the placeholder's.
+    CASE WHEN json_type(e.name) = 'VARCHAR' THEN e.name->>'$' END AS name,
+    TRY_CAST(e.pid AS BIGINT) AS pid,
+    coalesce(TRY_CAST(e.tid AS BIGINT), 0) AS tid,
+    kineto_ns(e.ts) AS start,
+    kineto_ns(e.dur) AS dur,
+    e.args
+FROM raw
+WHERE e.ph = 'X' AND e.cat IN (
+    'kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'user_annotation'
+) AND (e.ts IS NOT NULL OR e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'));

@@ -1,0 +1,12 @@
+-- skipped_rows: how many rows of a source table the careful read left out, and why
+--
+-- The careful read (load._Adbc) keeps the rows whose reason is NULL and counts the others by
+-- the same reason expression, so what is left out and what is counted cannot differ.
+--
+-- Writes: load_skipped
+--
+-- Params:
+--   $source  VARCHAR  -  the source table, as nsys names it
+--   $reason  VARCHAR  -  e.g. "globalPid is not an integer"
+--   $count   BIGINT   -  rows left out for that reason
+INSERT INTO load_skipped VALUES ($source, $reason, $count)

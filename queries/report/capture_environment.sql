@@ -1,0 +1,15 @@
+-- capture_environment: the environment variables nsys recorded when it launched the process
+--
+-- META_DATA_CAPTURE holds one row per variable, `NAME=value` (the value sometimes quoted),
+-- named PROCESS_<n>:ENVIRONMENT_VARIABLE; nsysreport.ranks reads the launchers' rank variables
+-- from it. In file order (a raw table keeps it in rowid), so that of two rows naming one
+-- variable the later one wins, as in the file.
+--
+-- Reads: META_DATA_CAPTURE
+--
+-- Columns:
+--   value   VARCHAR   NAME=value as nsys wrote it
+SELECT value
+FROM META_DATA_CAPTURE
+WHERE name LIKE 'PROCESS_%:ENVIRONMENT_VARIABLE'
+ORDER BY rowid

@@ -1,0 +1,18 @@
+-- collective_instances: each GPU's collective kernels, numbered per op, to match across files
+--
+-- The k-th instance of an op on one GPU is the k-th on every other GPU of the job: across the
+-- files of a multi-file run, nsysreport.multi matches instances by (op, ordinal) to line up
+-- the files' clocks (nsysreport.align) and to find stragglers (straggler_gpu).
+--
+-- Reads: collective
+--
+-- Columns:
+--   op          VARCHAR   normalised collective op
+--   ordinal     BIGINT    1 = this GPU's first instance of this op
+--   pid         BIGINT    process id
+--   device_id   BIGINT    nsys GPU id
+--   start_ns    BIGINT    kernel start
+--   end_ns      BIGINT    kernel end
+SELECT op, ordinal, pid, device_id, start_ns, end_ns
+FROM collective
+ORDER BY pid, device_id, op, ordinal
