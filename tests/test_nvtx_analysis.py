@@ -419,3 +419,24 @@ def test_both_loaders_leave_roleless_ranges_in_the_file_and_count_them(
         "step 1",
     ]
     assert con.execute("SELECT count FROM nvtx_unloaded").fetchall() == [(9 + 1,)]
+
+
+def test_a_layer_exposes_the_part_of_its_copy_that_no_kernel_hides(write_and_open: Any) -> None:
+    # Layer 0 launches a copy [100, 300); layer 1's GEMM [200, 260) hides 60 ns of it, so 140
+    # ns are exposed, in layer 0. Layer 1 has no copy.
+    from nsysreport.synth import Memcpy
+
+    layers = layers_of(
+        write_and_open(
+            Scenario(
+                kernels=[
+                    Kernel(20, 90, GEMM, launch=(5, 6)),
+                    Kernel(200, 260, GEMM, launch=(60, 61)),
+                ],
+                memcpys=[Memcpy(100, 300, launch=(10, 11))],
+                nvtx=[NvtxRange(0, 50, "model.layers.0"), NvtxRange(55, 100, "model.layers.1")],
+            )
+        )
+    )
+    assert layers["model.layers.0"]["exposed_memcpy_ns"] == 140
+    assert layers["model.layers.1"]["exposed_memcpy_ns"] == 0

@@ -31,6 +31,7 @@ class LayerReport:
     gemm_ns: int
     comm_ns: int
     exposed_comm_ns: int
+    exposed_memcpy_ns: int
     gpu_time_ns: int | None
     exposed_rank: int
 
@@ -49,6 +50,7 @@ class LayerAcrossGpus:
     exposed_comm_max_ns: int
     worst_rank: int
     gpu_time_mean_ns: float | None
+    exposed_memcpy_mean_ns: float
 
 
 def build_layers(
@@ -83,6 +85,7 @@ def across_gpus(layers: tuple[LayerReport, ...]) -> list[LayerAcrossGpus]:
                 exposed_comm_max_ns=worst.exposed_comm_ns,
                 worst_rank=worst.rank,
                 gpu_time_mean_ns=statistics.fmean(times) if times else None,
+                exposed_memcpy_mean_ns=statistics.fmean(g.exposed_memcpy_ns for g in group),
             )
         )
     # Most exposed communication first; (outside layers) last among equals.

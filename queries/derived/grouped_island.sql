@@ -1,30 +1,33 @@
--- grouped_island: unions of kernel intervals per GPU and group (layer or collective op), as
--- disjoint pieces, with the part of each piece that no compute kernel on the GPU covers
+-- grouped_island: unions of activity intervals per GPU and group (layer or collective op), as
+-- disjoint pieces, with the part of each comm or copy piece nothing else on the GPU covers
 --
 -- Materialised (CREATE TABLE) when the trace is opened: layers and collectives both read it.
 --
--- Groupings: `layer` (parts compute, gemm, comm: the kernels launched inside that layer; the
--- rest under `(outside layers)`) and `op` (part comm: the kernels of one collective op).
+-- Groupings: `layer` (parts compute, gemm, comm: the kernels launched inside that layer, and
+-- memcpy: its copies and memsets; the rest under `(outside layers)`) and `op` (part comm: the
+-- kernels of one collective op).
 -- In start order, each interval adds to its group's union only what reaches past every earlier
 -- interval of the group: [max(start, reach so far), end), when not empty. Those pieces are
 -- disjoint and together make the union, so sums of duration_ns are union lengths (one window
 -- pass, no island numbering). exposed_ns is the piece minus the union of all compute on the
--- GPU, whoever launched it: a running total of compute time over gpu_segment, read at the
+-- GPU (for copies: of all compute and comm, as exposed memcpy in docs/metrics.md), whoever
+-- launched it: a running total of that time over gpu_segment, read at the
 -- segment where the piece starts and the one where it ends, makes its covered time a
 -- difference (a piece's ends are activity starts and ends, which bound segments).
 --
--- Reads: activity_range, collective, gpu_segment, kernel
+-- Reads: activity, activity_range, collective, gpu_segment, kernel
 --
 -- Columns:
 --   pid           BIGINT    process id
 --   device_id     BIGINT    nsys GPU id
 --   grouping      VARCHAR   layer or op
 --   group_key     VARCHAR   layer label, or collective op
---   part          VARCHAR   compute, gemm or comm
+--   part          VARCHAR   compute, gemm, comm or memcpy
 --   start_ns      BIGINT    piece start
 --   end_ns        BIGINT    piece end
 --   duration_ns   BIGINT    piece length
---   exposed_ns    BIGINT    comm pieces: length not covered by any compute kernel on the GPU
+--   exposed_ns    BIGINT    comm pieces: length no compute kernel on the GPU covers; memcpy
+--                            pieces: length no compute or comm kernel covers
 CREATE TABLE grouped_island AS
 WITH kernels AS (
     SELECT k.pid, k.device_id, k.start_ns, k.end_ns, k.class,
@@ -47,6 +50,13 @@ members AS (
     UNION ALL
     SELECT pid, device_id, 'op', op, 'comm', start_ns, end_ns
     FROM collective WHERE end_ns > start_ns
+    UNION ALL
+    SELECT a.pid, a.device_id, 'layer', coalesce(ar.label, '(outside layers)'), 'memcpy',
+        a.start_ns, a.end_ns
+    FROM activity AS a
+    LEFT JOIN activity_range AS ar
+        ON ar.source = a.source AND ar.activity_id = a.activity_id AND ar.role = 'layer'
+    WHERE a.class = 'memcpy' AND a.end_ns > a.start_ns
 ),
 groups AS (
     -- Integer ids for the groups: the sorts below then compare numbers, not layer names.
@@ -55,7 +65,8 @@ groups AS (
 ),
 keyed AS (
     SELECT m.pid, m.device_id, g.group_id,
-        CASE m.part WHEN 'compute' THEN 0 WHEN 'gemm' THEN 1 ELSE 2 END AS part_id,
+        CASE m.part WHEN 'compute' THEN 0 WHEN 'gemm' THEN 1 WHEN 'comm' THEN 2 ELSE 3 END
+            AS part_id,
         m.start_ns, m.end_ns
     FROM members AS m
     JOIN groups AS g ON g.grouping = m.grouping AND g.group_key = m.group_key
@@ -72,38 +83,44 @@ pieces AS (
     )
     WHERE reach IS NULL OR end_ns > reach
 ),
-compute_until AS (
-    -- compute time on the GPU from its first segment to the end of each segment
+covered_until AS (
+    -- from the GPU's first segment to the end of each segment: compute time (what hides
+    -- comm), and compute or comm time (what hides a copy)
     SELECT pid, device_id, start_ns, end_ns, duration_ns, n_compute > 0 AS computing,
-        sum(CASE WHEN n_compute > 0 THEN duration_ns ELSE 0 END) OVER (
-            PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING
-        ) AS until_end_ns
+        n_compute > 0 OR n_comm > 0 AS kernel_running,
+        sum(CASE WHEN n_compute > 0 THEN duration_ns ELSE 0 END) OVER w AS compute_until_ns,
+        sum(CASE WHEN n_compute > 0 OR n_comm > 0 THEN duration_ns ELSE 0 END) OVER w
+            AS kernel_until_ns
     FROM gpu_segment
+    WINDOW w AS (PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING)
 ),
 exposed AS (
     -- A piece starts at an activity's start or end and ends at an activity's end, so exactly one
     -- segment starts where it starts and one ends where it ends: the compute time inside it is
     -- a difference of two running totals, found by equality (no search).
     SELECT p.pid, p.device_id, p.group_id, p.part_id, p.start_ns, p.end_ns,
-        p.end_ns - p.start_ns
-            - (hi.until_end_ns
-                - (lo.until_end_ns - CASE WHEN lo.computing THEN lo.duration_ns ELSE 0 END))
-            AS exposed_ns
+        p.end_ns - p.start_ns - CASE p.part_id
+            WHEN 2 THEN hi.compute_until_ns - (lo.compute_until_ns
+                - CASE WHEN lo.computing THEN lo.duration_ns ELSE 0 END)
+            ELSE hi.kernel_until_ns - (lo.kernel_until_ns
+                - CASE WHEN lo.kernel_running THEN lo.duration_ns ELSE 0 END)
+        END AS exposed_ns
     FROM pieces AS p
-    JOIN compute_until AS lo
+    JOIN covered_until AS lo
         ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns = p.start_ns
-    JOIN compute_until AS hi
+    JOIN covered_until AS hi
         ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.end_ns = p.end_ns
-    WHERE p.part_id = 2
+    WHERE p.part_id >= 2
 )
-SELECT e.pid, e.device_id, g.grouping, g.group_key, 'comm' AS part, e.start_ns, e.end_ns,
+SELECT e.pid, e.device_id, g.grouping, g.group_key, ['comm', 'memcpy'][e.part_id - 1] AS part,
+    e.start_ns, e.end_ns,
     e.end_ns - e.start_ns AS duration_ns, e.exposed_ns::BIGINT AS exposed_ns
 FROM exposed AS e
 JOIN groups AS g ON g.group_id = e.group_id
 UNION ALL
 SELECT p.pid, p.device_id, g.grouping, g.group_key,
-    ['compute', 'gemm', 'comm'][p.part_id + 1], p.start_ns, p.end_ns,
+    ['compute', 'gemm'][p.part_id + 1], p.start_ns, p.end_ns,
     p.end_ns - p.start_ns, NULL
 FROM pieces AS p
 JOIN groups AS g ON g.group_id = p.group_id
-WHERE p.part_id <> 2
+WHERE p.part_id < 2

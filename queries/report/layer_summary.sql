@@ -23,6 +23,7 @@
 --   gemm_ns           BIGINT    union of the layer's GEMM kernels
 --   comm_ns           BIGINT    union of the layer's communication kernels
 --   exposed_comm_ns   BIGINT    layer comm union minus all compute on the GPU
+--   exposed_memcpy_ns BIGINT    layer copy union minus all compute and comm on the GPU
 --   gpu_time_ns       BIGINT    sum over occurrences of the projected window length
 --   exposed_rank      BIGINT    1 = the GPU's layer with the most exposed communication
 WITH members AS (
@@ -59,7 +60,8 @@ unions AS (
         sum(duration_ns) FILTER (part = 'compute') AS compute_ns,
         sum(duration_ns) FILTER (part = 'gemm') AS gemm_ns,
         sum(duration_ns) FILTER (part = 'comm') AS comm_ns,
-        sum(exposed_ns) FILTER (part = 'comm') AS exposed_comm_ns
+        sum(exposed_ns) FILTER (part = 'comm') AS exposed_comm_ns,
+        sum(exposed_ns) FILTER (part = 'memcpy') AS exposed_memcpy_ns
     FROM grouped_island
     WHERE grouping = 'layer'
     GROUP BY pid, device_id, group_key
@@ -70,6 +72,7 @@ joined AS (
         coalesce(u.gemm_ns, 0)::BIGINT AS gemm_ns,
         coalesce(u.comm_ns, 0)::BIGINT AS comm_ns,
         coalesce(u.exposed_comm_ns, 0)::BIGINT AS exposed_comm_ns,
+        coalesce(u.exposed_memcpy_ns, 0)::BIGINT AS exposed_memcpy_ns,
         g.gpu_time_ns
     FROM counts AS c
     LEFT JOIN unions AS u ON u.pid = c.pid AND u.device_id = c.device_id AND u.layer = c.layer
