@@ -1,17 +1,25 @@
-"""Time a report over 8 per-rank exports serially, with 2 local jobs and on a 2-worker Dask cluster.
+"""Time a report over N per-rank exports serially, with 2 local jobs and on a 2-worker Dask cluster.
 
-Usage: python benchmarks/bench_ranks.py [--kernels 1000000] [--repeat 1] [--make-only]
-Makes (once, cached in the temp dir) 8 exports of N kernels each, one per TP rank, each on its
-own clock: every rank runs steps of 40 NVTX layers of 4 compute kernels (stream 7) and one
+Usage: python benchmarks/bench_ranks.py [--kernels 1000000] [--files 8 ...] [--repeat 1]
+                                        [--dask] [--make-only]
+For each N of --files (default 8), makes (once, cached in the temp dir, one folder per kernels
+and N) N exports of --kernels kernels each, one per rank, 8 ranks per host, each on its own
+clock: every rank runs steps of 40 NVTX layers of 4 compute kernels (stream 7) and one
 all-reduce (stream 31) whose end is the same true time on every rank; rank 5 computes 1.25x
 slower, so it reaches each all-reduce last and the others wait inside it. Each file's times are
 shifted by a known clock shift and its session start is off by a known error (as NTP leaves
-hosts), so the report's clock alignment can be checked against the truth within 1 µs. Then,
-side by side in fresh processes: `nsysreport report FILES --json --no-cache -q` with --jobs 1,
---jobs 2 and --scheduler on a LocalCluster this script starts (skipped without `distributed`).
-Wall time is a median over --repeat; peak RSS sums VmRSS over the process tree every 50 ms
-(the Dask row also counts the workers and the scheduler, which live under this script, less
-this script's own RSS before the cluster started). Figures, not tests.
+hosts; `injected_clocks(N, 0)`), so the report's clock alignment can be checked against the
+truth within 1 µs. Then, side by side in fresh processes: `nsysreport report FILES --json
+--no-cache -q` with --jobs 1, --jobs 2 and --scheduler on a LocalCluster this script starts
+(only for N <= 8 unless --dask; skipped without `distributed`).
+Wall time is a median over --repeat. Two memory figures, maxima over --repeat: the merging
+(main) process's own peak RSS (its VmHWM and getrusage ru_maxrss at exit, read by a small
+wrapper that runs the CLI in-process, and its VmRSS sampled every 50 ms; workers excluded; with
+--jobs 1 that process also analyses every file itself), and the whole tree's peak, VmRSS summed
+over the process tree every 50 ms (the Dask row also counts the workers and the scheduler,
+which live under this script, less this script's own RSS before the cluster started). The
+table also shows GPUs x collectives (N times the all-reduces per file), the quantity the
+merging process's memory should grow with. Figures, not tests.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from nsysreport.synth import Gpu, Kernel, NvtxRange, Scenario, write_trace
@@ -36,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_kernel"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
 OTHER = "void at::native::vectorized_elementwise_kernel<(int)4>(int)"
-RANKS, SLOW_RANK, SLOWDOWN = 8, 5, 1.25
+SLOW_RANK, SLOWDOWN, RANKS_PER_HOST = 5, 1.25, 8
 LAYERS_PER_STEP = 40
 KERNELS_PER_LAYER = 5  # 4 compute + 1 all-reduce
 COMPUTE_NS = (20_000, 3_000, 20_000, 3_000)
@@ -79,14 +88,14 @@ def timeline(rank: int, layers: int, shift: int) -> Iterator[tuple[list[Kernel],
         yield ks, rs
 
 
-def make_files(kernels: int) -> list[Path]:
-    """The 8 cached per-rank exports of about `kernels` kernels each (written if missing)."""
-    folder = Path(tempfile.gettempdir()) / f"nsysreport-bench-ranks-{kernels}"
+def make_files(kernels: int, files: int) -> list[Path]:
+    """The `files` cached per-rank exports of about `kernels` kernels each (written if missing)."""
+    folder = Path(tempfile.gettempdir()) / f"nsysreport-bench-ranks-{kernels}x{files}"
     folder.mkdir(exist_ok=True)
-    shifts, errors = injected_clocks(RANKS, SEED)
+    shifts, errors = injected_clocks(files, SEED)
     layers = kernels // KERNELS_PER_LAYER
     paths = []
-    for rank in range(RANKS):
+    for rank in range(files):
         path = folder / f"rank{rank}.sqlite"
         paths.append(path)
         if path.exists():
@@ -97,12 +106,12 @@ def make_files(kernels: int) -> list[Path]:
             kernels=(k for ks, _ in timeline(rank, layers, shift) for k in ks),
             nvtx=(r for _, rs in timeline(rank, layers, shift) for r in rs),
             gpus=[Gpu(rank, pid=1000 + rank)],
-            host=f"node{rank // 4}",
-            metadata={"NSYSREPORT_SIMULATED": f"benchmarks/bench_ranks.py rank {rank} of 8"},
+            host=f"node{rank // RANKS_PER_HOST}",
+            metadata={"NSYSREPORT_SIMULATED": f"benchmarks/bench_ranks.py rank {rank} of {files}"},
             capture_env={"RANK": str(rank)},
             utc_at_zero_ns=BASE_UTC_NS - shift + errors[rank],
         )
-        write_trace(scenario, path)
+        write_trace(scenario, path)  # atomic: a killed run leaves no file taken as made
     return paths
 
 
@@ -135,17 +144,42 @@ def tree_rss_kb(root: int) -> int:
     return total
 
 
-def measure(cmd: list[str], whole_bench: bool, baseline_kb: int = 0) -> tuple[float, float]:
-    """Wall seconds and peak tree RSS (GB) of `cmd`; `whole_bench` samples this script's tree."""
-    peak, stop = 0, threading.Event()
+@dataclass
+class Run:
+    wall_s: float
+    merging_peak_kb: int  # the command's own process: VmHWM / ru_maxrss at exit, or sampled
+    tree_peak_kb: int
+
+
+# Runs the CLI inside the measured process, so that process's own peak (VmHWM, ru_maxrss:
+# this process alone, its workers excluded) is the merging process's; printed on stderr at exit.
+PEAK_MARK = "bench_ranks-peak-kb"
+CLI_WRAPPER = f"""
+import re, resource, sys
+from pathlib import Path
+from nsysreport.cli import main
+try:
+    main(sys.argv[1:])
+finally:
+    hwm = re.search(r"VmHWM:\\s+(\\d+)", Path("/proc/self/status").read_text())
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print("{PEAK_MARK}", hwm.group(1) if hwm else 0, maxrss, file=sys.stderr)
+"""
+
+
+def measure(args: list[str], whole_bench: bool, baseline_kb: int = 0) -> Run:
+    """Wall time and peaks of `nsysreport ARGS`; `whole_bench` samples this script's tree."""
+    own_peak, tree_peak, stop = 0, 0, threading.Event()
+    cmd = [sys.executable, "-c", CLI_WRAPPER, *args]
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     root = os.getpid() if whole_bench else proc.pid
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal own_peak, tree_peak
         while not stop.is_set():
-            peak = max(peak, tree_rss_kb(root))
+            own_peak = max(own_peak, rss_kb(proc.pid))
+            tree_peak = max(tree_peak, tree_rss_kb(root))
             stop.wait(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -155,8 +189,11 @@ def measure(cmd: list[str], whole_bench: bool, baseline_kb: int = 0) -> tuple[fl
     stop.set()
     sampler.join()
     if proc.returncode:
-        sys.exit(f"{' '.join(cmd)} exited {proc.returncode}:\n{err.decode()}")
-    return wall, (peak - baseline_kb) * 1024 / 1e9
+        sys.exit(f"nsysreport {' '.join(args)} exited {proc.returncode}:\n{err.decode()}")
+    for line in err.decode().splitlines():
+        if line.startswith(PEAK_MARK):
+            own_peak = max(own_peak, *map(int, line.split()[1:]))
+    return Run(wall, own_peak, tree_peak - baseline_kb)
 
 
 def alignment_error(json_path: Path, paths: list[Path], shifts: list[int]) -> str:
@@ -177,64 +214,91 @@ def alignment_error(json_path: Path, paths: list[Path], shifts: list[int]) -> st
     return f"worst |offset - truth| {worst} ns ({name}) over {files} files: {verdict}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--kernels", type=int, default=1_000_000, help="kernels per rank file")
-    parser.add_argument("--repeat", type=int, default=1)
-    parser.add_argument("--make-only", action="store_true", help="only make the files")
-    args = parser.parse_args()
-    t = time.perf_counter()
-    paths = make_files(args.kernels)
-    size = sum(p.stat().st_size for p in paths) / 1e6
-    print(f"{len(paths)} files of {args.kernels:,} kernels in {paths[0].parent} ({size:.0f} MB, "
-          f"made/found in {time.perf_counter() - t:.0f} s)")  # fmt: skip
-    shifts, errors = injected_clocks(RANKS, SEED)
+def print_clocks(files: int) -> None:
+    shifts, errors = injected_clocks(files, SEED)
     print("\nrank | clock shift ns | session error ns | true offset to rank 0 ns | coarse ns")
     for r, offset in enumerate(true_offsets(shifts)):
         print(f"{r} | {shifts[r]} | {errors[r]} | {offset} | {offset + errors[r] - errors[0]}")
+
+
+def mb(kb: int) -> str:
+    return f"{kb * 1024 / 1e6:.0f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kernels", type=int, default=1_000_000, help="kernels per rank file")
+    parser.add_argument("--files", type=int, nargs="+", default=[8], help="rank file counts")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--dask", action="store_true", help="the Dask row for N > 8 files too")
+    parser.add_argument("--make-only", action="store_true", help="only make the files")
+    args = parser.parse_args()
+    sets: dict[int, list[Path]] = {}
+    for files in args.files:
+        t = time.perf_counter()
+        paths = sets[files] = make_files(args.kernels, files)
+        size = sum(p.stat().st_size for p in paths) / 1e6
+        print(f"{files} files of {args.kernels:,} kernels in {paths[0].parent} ({size:.0f} MB, "
+              f"made/found in {time.perf_counter() - t:.0f} s)")  # fmt: skip
+        if files <= 8 or args.make_only:
+            print_clocks(files)
     if args.make_only:
         return
 
     out = Path(tempfile.mkdtemp(prefix="nsysreport-bench-ranks-"))
-    base = [sys.executable, "-m", "nsysreport", "report", *map(str, paths), "--no-cache", "-q"]
-    runs: dict[str, list[str]] = {"--jobs 1": ["--jobs", "1"], "--jobs 2": ["--jobs", "2"]}
-    results: dict[str, list[tuple[float, float]]] = {label: [] for label in runs}
-    checks: dict[str, str] = {}
+    local = {"1": ["--jobs", "1"], "2": ["--jobs", "2"]}
+    runs: dict[int, dict[str, list[str]]] = {n: dict(local) for n in sets}
     own_kb = rss_kb(os.getpid())  # before the cluster: the scheduler's share counts in its row
     cluster = None
+    if any(n <= 8 or args.dask for n in sets):
+        try:
+            from distributed import LocalCluster
+        except ImportError:
+            print("\ndistributed is not installed: skipping the --scheduler rows")
+        else:
+            cluster = LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None,
+            )  # fmt: skip
+            for n in sets:
+                if n <= 8 or args.dask:
+                    runs[n]["dask (2 workers)"] = ["--scheduler", cluster.scheduler_address]
+    results: dict[tuple[int, str], list[Run]] = {(n, j): [] for n in runs for j in runs[n]}
+    checks: dict[tuple[int, str], str] = {}
     try:
-        from distributed import LocalCluster
-    except ImportError:
-        print("\ndistributed is not installed: skipping the --scheduler row")
-    else:
-        cluster = LocalCluster(  # type: ignore[no-untyped-call]
-            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None,
-        )  # fmt: skip
-        label = "--scheduler (LocalCluster, 2 workers)"
-        runs[label] = ["--scheduler", cluster.scheduler_address]
-        results[label] = []
-    try:
-        for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits every row
-            for i, (label, extra) in enumerate(runs.items()):
-                json_path = out / f"run{i}.json"
-                cmd = [*base, "-o", str(out / "bench.report.html"), "--json", str(json_path)]
-                dask = label.startswith("--scheduler")
-                results[label].append(measure([*cmd, *extra], dask, own_kb if dask else 0))
-                checks[label] = alignment_error(json_path, paths, shifts)
+        for n, paths in sets.items():
+            shifts, _ = injected_clocks(n, SEED)
+            base = ["report", *map(str, paths), "--no-cache", "-q"]
+            for _ in range(args.repeat):  # interleaved, so drift on a shared machine hits every row
+                for i, (jobs, extra) in enumerate(runs[n].items()):
+                    json_path = out / f"run{n}-{i}.json"
+                    html = out / "bench.report.html"
+                    cmd = [*base, "-o", str(html), "--json", str(json_path), *extra]
+                    dask = jobs.startswith("dask")
+                    results[(n, jobs)].append(measure(cmd, dask, own_kb if dask else 0))
+                    checks[(n, jobs)] = alignment_error(json_path, paths, shifts)
     finally:
         if cluster is not None:
             cluster.close()
         shutil.rmtree(out, ignore_errors=True)
 
-    print(f"\nrun | wall s (median of {args.repeat}) | peak RSS GB")
-    print("--- | ---: | ---:")
-    for label, rows in results.items():
-        wall = statistics.median(w for w, _ in rows)
-        print(f"{label} | {wall:.2f} | {max(r for _, r in rows):.2f}")
+    collectives = args.kernels // KERNELS_PER_LAYER  # one all-reduce per layer, per file
+    print(f"\n{args.kernels:,} kernels per file; wall s: median of {args.repeat}; "
+          "peaks: the largest, MB = 10^6 bytes")  # fmt: skip
+    print("files | jobs | wall s | / jobs 1 | merging process peak RSS MB | tree peak RSS MB "
+          "| GPUs x collectives")  # fmt: skip
+    print("---: | --- | ---: | ---: | ---: | ---: | ---:")
+    for (n, jobs), rows in results.items():
+        wall = statistics.median(r.wall_s for r in rows)
+        serial = statistics.median(r.wall_s for r in results[(n, "1")])
+        ratio = "" if jobs == "1" else f"{wall / serial:.2f}"
+        own = mb(max(r.merging_peak_kb for r in rows))
+        tree = mb(max(r.tree_peak_kb for r in rows))
+        print(f"{n} | {jobs} | {wall:.2f} | {ratio} | {own} | {tree} | "
+              f"{n} x {collectives:,} = {n * collectives:,}")  # fmt: skip
     print("\nclock alignment against the injected shifts:")
-    for label, line in checks.items():
-        print(f"  {label}: {line}")
+    for (n, jobs), line in checks.items():
+        print(f"  {n} files, jobs {jobs}: {line}")
 
 
 if __name__ == "__main__":
