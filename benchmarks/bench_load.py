@@ -54,7 +54,9 @@ CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from nsysreport.load import connect, copy_tables, inspect_trace
+from nsysreport.database import connect
+from nsysreport.sqlite_copy import copy_tables
+from nsysreport.trace_file import inspect_trace
 path = Path(sys.argv[1])
 schema = inspect_trace(path)
 con = connect()

@@ -128,7 +128,9 @@ import json, resource, sys, time
 from pathlib import Path
 times = {}
 t = time.perf_counter()
-from nsysreport.load import connect, copy_tables, inspect_trace
+from nsysreport.database import connect
+from nsysreport.sqlite_copy import copy_tables
+from nsysreport.trace_file import inspect_trace
 from nsysreport.patterns import Patterns
 from nsysreport.queries import create_views, resource_dir
 import nsysreport.queries

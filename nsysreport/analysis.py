@@ -7,11 +7,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from nsysreport.inputs import expand_inputs
-from nsysreport.load import check_file, open_trace
+from nsysreport.load import open_trace
 from nsysreport.model import Report, build_report
 from nsysreport.model_json import saved_json
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
+from nsysreport.trace_file import check_file
 from nsysreport.workers import default_jobs
 
 Progress = Callable[[str], None]

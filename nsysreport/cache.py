@@ -18,7 +18,7 @@ from nsysreport.cache_files import (
     drop_older,
     temp_prefix,
 )
-from nsysreport.load import check_file
+from nsysreport.trace_file import check_file
 
 if TYPE_CHECKING:
     from nsysreport.patterns import Patterns

@@ -1,5 +1,5 @@
 """The cache folder's files: where they live, what they are called (keys on the trace's
-content, the options and the code), and removing stale ones; nsysreport.load keeps loaded
+content, the options and the code), and removing stale ones; nsysreport.trace_cache keeps loaded
 tables there, nsysreport.cache finished report models."""
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ def _content_digest(path: Path, size: int) -> str:
 
 def _logs_beside(trace: Path) -> list[str]:
     """Size, mtime and sampled content of a -wal or -journal beside the trace: the loader reads
-    the trace with its log applied (load.py), so a log that appears or grows is new content."""
+    the trace with its log applied (trace_file.py), so a log that appears or grows is new
+    content."""
     parts = []
     for suffix in ("-wal", "-journal"):
         log = trace.with_name(trace.name + suffix)

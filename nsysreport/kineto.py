@@ -8,11 +8,11 @@ are microseconds with up to three decimals, read as text and scaled as integers,
 All the work is SQL over DuckDB's own JSON reader (queries/load/kineto_*.sql, run in the
 order STEPS lists); no Python loop touches an event.
 
-Loader policy as for nsys exports (nsysreport.load): a GPU event without `ts` or `dur` becomes a
-row without a start or an end, which the views leave out and skipped_row counts; one without a
-name (or a name that is not a string) keeps a placeholder name (kernel_name); a name that is not
-UTF-8 is read with U+FFFD; a complete event without a category, or a GPU event that is not a
-complete event, is counted as skipped.
+Loader policy as for nsys exports (nsysreport.sqlite_copy): a GPU event without `ts` or `dur`
+becomes a row without a start or an end, which the views leave out and skipped_row counts; one
+without a name (or a name that is not a string) keeps a placeholder name (kernel_name); a name
+that is not UTF-8 is read with U+FFFD; a complete event without a category, or a GPU event that
+is not a complete event, is counted as skipped.
 """
 
 from __future__ import annotations

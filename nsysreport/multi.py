@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport import __version__
 from nsysreport.align import FileClock, align_files, session_epoch
-from nsysreport.load import connect, open_trace
+from nsysreport.database import connect
+from nsysreport.load import open_trace
 from nsysreport.model import Report, build_report
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query

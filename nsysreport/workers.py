@@ -11,7 +11,7 @@ from nsysreport.errors import NsysReportError, OptionError
 
 A = TypeVar("A")
 R = TypeVar("R")
-THREADS_VARIABLE = "NSYSREPORT_THREADS"  # DuckDB threads per worker (load.connect reads it)
+THREADS_VARIABLE = "NSYSREPORT_THREADS"  # DuckDB threads per worker (database.connect reads it)
 
 
 def default_jobs() -> int:
@@ -34,7 +34,7 @@ class Workers:
             self._client = _dask_client(self.scheduler)
         elif self.jobs > 1 and self.tasks > 1:
             # Lazy: 20 ms of start-up (python -X importtime) for a pool that only several
-            # files use; load.connect imports this module for every trace.
+            # files use; database.connect imports this module for every trace.
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from nsysreport.load import connect, create_raw_tables
+from nsysreport.database import connect
 from nsysreport.queries import create_views, query_files, run_query
+from nsysreport.raw_tables import create_raw_tables
 from nsysreport.synth import ApiCall, Kernel, Memcpy, Memset, Scenario
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel__5x_cublas"

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysreport import load, model, render
+from nsysreport import database, load, model, render, sqlite_copy, trace_cache
 from nsysreport.cache import cache_path, cached_report, report_path
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
@@ -47,14 +47,20 @@ def trace(tmp_path: Path) -> Path:
 def loads_counted(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Record every real load (copy from SQLite) that happens from now on."""
     calls: list[Path] = []
-    real = load.copy_tables
+    real = sqlite_copy.copy_tables
 
     def counting(con, path, schema, *rest):  # type: ignore[no-untyped-def]
         calls.append(path)
         return real(con, path, schema, *rest)
 
-    monkeypatch.setattr(load, "copy_tables", counting)
+    monkeypatch.setattr(database, "copy_tables", counting)
     return calls
+
+
+def opening_no_database(monkeypatch: pytest.MonkeyPatch, instead: Any) -> None:
+    """Replace every call that opens DuckDB for a trace (in memory or its cache) by `instead`."""
+    for module in (load, trace_cache):
+        monkeypatch.setattr(module, "connect", instead)
 
 
 def test_a_second_open_reads_the_cache_instead_of_the_trace(
@@ -187,7 +193,7 @@ def test_a_cached_report_comes_back_equal_without_building_or_opening_the_databa
     def no_database(*args: object, **kwargs: object) -> None:
         raise AssertionError("a hit must not open DuckDB")
 
-    monkeypatch.setattr(load, "connect", no_database)
+    opening_no_database(monkeypatch, no_database)
     second = cached_report(trace, Patterns(), OPTIONS, builds_counted(trace, calls)).model
     assert calls == [1] and second == first and second is not first
     assert as_json(second) == as_json(first)
@@ -278,7 +284,7 @@ def test_a_warm_cli_run_writes_the_kept_pages_with_its_own_time(
         assert "Verdict:" in result.stdout  # the summary unpickles the model
         pages.append(out.read_text())
         texts.append(js.read_text())
-        monkeypatch.setattr(load, "connect", lambda *a, **k: pytest.fail("warm opened DuckDB"))
+        opening_no_database(monkeypatch, lambda *a, **k: pytest.fail("warm opened DuckDB"))
         monkeypatch.setattr(render, "render_html", lambda *a, **k: pytest.fail("warm rendered"))
         monkeypatch.setattr(model, "as_json", lambda *a, **k: pytest.fail("warm encoded"))
     assert "1970-01-01 00:00 UTC" in pages[0] and "1970-01-02" not in pages[0]
@@ -421,7 +427,7 @@ def test_when_memory_fails_too_the_error_names_the_cache_and_the_reason(
     def full(*args: Any) -> None:
         raise duckdb.IOException('Could not write file "x": No space left on device')
 
-    monkeypatch.setattr(load, "load_into", full)
+    monkeypatch.setattr(trace_cache, "load_into", full)
     result = CliRunner().invoke(app, ["report", str(trace), "-o", str(tmp_path / "r.html")])
     assert result.exit_code == 1
     (line,) = result.stderr.strip().splitlines()
@@ -436,8 +442,8 @@ def test_a_killed_build_s_temporaries_are_kept_while_it_runs_and_removed_once_it
     # A real run, held between loading and renaming its cache, then killed with SIGKILL.
     holding = (
         "import sys, time; from pathlib import Path; import nsysreport.load as load; "
-        "real = load.load_into; "
-        "load.load_into = lambda *a: (real(*a), print('built', flush=True), time.sleep(300)); "
+        "import nsysreport.trace_cache as cache; real = cache.load_into; "
+        "cache.load_into = lambda *a: (real(*a), print('built', flush=True), time.sleep(300)); "
         "load.open_trace(Path(sys.argv[1]), cache=True)"
     )
     run = subprocess.Popen(

@@ -6,7 +6,11 @@ import hashlib
 
 import pytest
 
-from nsysreport.load import RAW_TABLES, connect, copy_tables, inspect_trace, open_trace
+from nsysreport.database import connect
+from nsysreport.load import open_trace
+from nsysreport.raw_tables import RAW_TABLES
+from nsysreport.sqlite_copy import copy_tables
+from nsysreport.trace_file import inspect_trace
 
 from conftest import NSYS_TRACES, real_trace
 

@@ -20,13 +20,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from nsysreport import load
+from nsysreport import sqlite_copy
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
-from nsysreport.load import RAW_TABLES, check_file, open_trace
+from nsysreport.load import open_trace
 from nsysreport.model import as_json, build_report
 from nsysreport.queries import run_query
+from nsysreport.raw_tables import RAW_TABLES
 from nsysreport.synth import Kernel, Memcpy, NvtxRange, Scenario, write_trace
+from nsysreport.trace_file import check_file
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel__5x_cublas"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
@@ -194,7 +196,7 @@ def test_a_bad_value_in_any_batch_is_found_by_both_loaders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int
 ) -> None:
     # ADBC types a column by its first batch: a fraction in a later one must be found too.
-    monkeypatch.setattr(load, "ADBC_BATCH_ROWS", batch_rows)
+    monkeypatch.setattr(sqlite_copy, "ADBC_BATCH_ROWS", batch_rows)
 
     def mutate(con: sqlite3.Connection) -> None:
         con.execute(f"UPDATE {KERNEL} SET streamId = 7.5 WHERE start = 150")

@@ -10,7 +10,8 @@ import pytest
 
 import nsysreport
 from nsysreport import kineto
-from nsysreport.load import RAW_TABLES, connect, open_trace
+from nsysreport.database import connect
+from nsysreport.load import open_trace
 from nsysreport.queries import (
     QueryFile,
     load_files,
@@ -20,6 +21,7 @@ from nsysreport.queries import (
     run_query,
     view_files,
 )
+from nsysreport.raw_tables import RAW_TABLES
 
 from conftest import real_trace
 

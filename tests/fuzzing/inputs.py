@@ -10,7 +10,7 @@ from typing import TypeVar
 from fuzzing import mutate
 from fuzzing.cases import NEUTRAL, Case, Context, Expect, Setup, expect
 from fuzzing.seeds import kineto_document
-from nsysreport.load import GPU_TABLES, RAW_TABLES
+from nsysreport.raw_tables import GPU_TABLES, RAW_TABLES
 
 T = TypeVar("T")
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"

@@ -1,0 +1,86 @@
+"""The DuckDB database of one trace: a connection with the tool's settings (in memory or a cache
+file), filled by `load_into` with the trace's raw tables, then its derived tables and views."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nsysreport.kineto import copy_kineto
+from nsysreport.patterns import Patterns
+from nsysreport.queries import create_views, run_loader
+from nsysreport.raw_tables import create_raw_tables
+from nsysreport.sqlite_copy import Progress, copy_tables
+from nsysreport.trace_file import KINETO_SCHEMA, SourceSchema
+from nsysreport.workers import THREADS_VARIABLE, default_jobs
+
+if TYPE_CHECKING:
+    # duckdb: 0.08 s of start-up (python -X importtime), imported where a connection is made: a
+    # warm run, which writes the pages it kept, opens no database.
+    import duckdb
+
+
+def connect(database: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A DuckDB (in memory, or a cache file) that can never try to download an extension."""
+    import duckdb
+
+    spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
+    con = duckdb.connect(
+        str(database) if database else ":memory:",
+        read_only=read_only,
+        config={
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+            # A worker of a multi-file run gets its share of the cores (nsysreport.workers).
+            "threads": int(os.environ.get(THREADS_VARIABLE) or 0) or default_jobs(),
+            # Lets the SQLite scan use every thread; every query orders its own output.
+            "preserve_insertion_order": False,
+            # DuckDB runs an ASOF join as a nested loop when it expects at most 64 left rows;
+            # that estimate can be far off after a filter (8,000 rows: 6 s instead of 0.1 s in
+            # grouped_island), and the sort-based join is fast at every size.
+            "asof_loop_join_threshold": 0,
+            # Past this, sorts, joins and windows spill to temp_directory instead of growing
+            # (DuckDB's default is 80% of RAM). A cold 5M-kernel report (bench_report.py):
+            # 5.8 GB peak RSS by default, 2.4 GB at 2 GiB in the same time (+3%); 1 GiB gives
+            # 1.4 GB but takes 1.7x as long.
+            "memory_limit": _memory_limit(),
+            # An in-memory database spills to ./.tmp by default: never beside the user's files.
+            "temp_directory": str(spill),
+        },
+    )
+    run_loader(con, "connection_settings")
+    return con
+
+
+def _memory_limit() -> str:
+    """DuckDB's memory limit: a quarter of RAM, at most 2 GiB and at least 256 MiB."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume enough RAM
+        ram = 4 << 30
+    return f"{min(max(ram // 4, 256 << 20), 2 << 30) >> 20}MiB"
+
+
+def load_into(
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    schema: SourceSchema,
+    progress: Progress | None,
+    patterns: Patterns,
+) -> None:
+    """Copy the raw tables of `path` into `con`, then create the derived tables and views."""
+    if schema == KINETO_SCHEMA:
+        if progress:
+            progress("traceEvents")
+        create_raw_tables(con)
+        copy_kineto(con, path)
+    else:
+        copy_tables(con, path, schema, progress, patterns.role_pattern())
+    # Which tables the file has, for what the report can say about the capture (GPU metrics
+    # are sampled into tables the analysis does not load).
+    run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})
+    if progress:
+        progress("deriving timelines")
+    create_views(con, patterns)

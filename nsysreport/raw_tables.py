@@ -1,0 +1,145 @@
+"""The raw tables: which columns of which nsys tables the tool reads, and creating them empty.
+
+The declaration is the one list every loader step reads: the check (nsysreport.trace_file)
+rejects a table that lacks a required column, the SQLite copy (nsysreport.sqlite_copy) lists
+the columns it reads from it, and the PyTorch profiler loader (nsysreport.kineto) fills the
+same tables.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from nsysreport.queries import run_loader
+
+if TYPE_CHECKING:
+    import duckdb
+
+# The columns each raw table keeps, as nsys names them. Every table is optional (nsys exports
+# lazily) and columns come and go between versions, so a table that is absent is created empty
+# and a column that is absent is NULL. Required columns must exist when the table does.
+Column = tuple[str, str, bool]  # name, DuckDB type, required
+RAW_TABLES: dict[str, tuple[Column, ...]] = {
+    "CUPTI_ACTIVITY_KIND_KERNEL": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("deviceId", "BIGINT", True),
+        ("contextId", "BIGINT", False),
+        ("streamId", "BIGINT", True),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", True),
+        ("demangledName", "BIGINT", False),  # else shortName, mangledName (kernel_name)
+        ("shortName", "BIGINT", False),
+        ("graphNodeId", "BIGINT", False),  # set on graph-launched kernels (node-level tracing)
+        ("graphId", "BIGINT", False),  # nsys 2026.1+
+        ("mangledName", "BIGINT", False),  # the last name kernel_name falls back to
+    ),
+    "CUPTI_ACTIVITY_KIND_MEMCPY": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("deviceId", "BIGINT", True),
+        ("streamId", "BIGINT", True),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", True),
+        ("bytes", "BIGINT", False),
+        ("copyKind", "BIGINT", False),
+        ("srcKind", "BIGINT", False),
+        ("dstKind", "BIGINT", False),
+    ),
+    "CUPTI_ACTIVITY_KIND_MEMSET": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("deviceId", "BIGINT", True),
+        ("streamId", "BIGINT", True),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", True),
+        ("bytes", "BIGINT", False),
+    ),
+    # One row per CUDA graph launch per GPU, contents not traced (--cuda-graph-trace=graph).
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("deviceId", "BIGINT", True),
+        ("streamId", "BIGINT", False),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", True),
+        ("graphId", "BIGINT", False),
+        ("graphExecId", "BIGINT", False),
+    ),
+    # Graph node creation and cloning on the host (node-level tracing); schema 2.x kept these
+    # rows in CUDA_GRAPH_EVENTS, which later holds graph-level events (docs/export-format.md).
+    "CUDA_GRAPH_NODE_EVENTS": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", False),
+        ("globalTid", "BIGINT", False),
+        ("graphNodeId", "BIGINT", True),
+        ("originalGraphNodeId", "BIGINT", False),
+    ),
+    "CUDA_GRAPH_EVENTS": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", False),
+        ("globalTid", "BIGINT", False),
+        ("graphNodeId", "BIGINT", False),
+        ("originalGraphNodeId", "BIGINT", False),
+    ),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("eventClass", "BIGINT", False),
+        ("globalTid", "BIGINT", True),
+        ("correlationId", "BIGINT", True),
+        ("nameId", "BIGINT", True),
+    ),
+    "NVTX_EVENTS": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", False),
+        ("eventType", "BIGINT", True),
+        ("rangeId", "BIGINT", False),
+        ("globalTid", "BIGINT", False),
+        ("endGlobalTid", "BIGINT", False),
+        ("text", "VARCHAR", False),
+        ("textId", "BIGINT", False),
+        ("domainId", "BIGINT", False),
+        ("uint64Value", "BIGINT", False),
+        ("int64Value", "BIGINT", False),
+    ),
+    "StringIds": (("id", "BIGINT", True), ("value", "VARCHAR", True)),
+    "TARGET_INFO_GPU": (("id", "BIGINT", True), ("name", "VARCHAR", False)),
+    "TARGET_INFO_SYSTEM_ENV": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
+    "TARGET_INFO_SESSION_START_TIME": (
+        ("utcEpochNs", "BIGINT", False),
+        ("systemClockNs", "BIGINT", False),  # nsys 2026+: the clock utcEpochNs belongs to
+    ),
+    "ANALYSIS_DETAILS": (
+        ("duration", "BIGINT", False),
+        ("startTime", "BIGINT", False),
+        ("stopTime", "BIGINT", False),
+    ),
+    # Schema 3.x keeps the export's own metadata here, schema 2.x in EXPORT_META_DATA.
+    "META_DATA_EXPORT": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
+    "EXPORT_META_DATA": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
+    "META_DATA_CAPTURE": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
+    "ENUM_CUDA_MEMCPY_OPER": (
+        ("id", "BIGINT", True),
+        ("name", "VARCHAR", False),
+        ("label", "VARCHAR", False),
+    ),
+    "MPI_RANKS": (("globalTid", "BIGINT", True), ("rank", "BIGINT", True)),
+}
+GPU_TABLES = (
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+)
+
+
+def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
+    """Every raw table, empty, with the columns the views read (absent ones stay empty), and
+    the tables of rows the load could not type and of the file's table names."""
+    # SQL takes no parameter for a table's or a column's name: the names are nsys's, from the
+    # declaration above, quoted. The side tables are a file in queries/load/.
+    for table, cols in RAW_TABLES.items():
+        defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
+        con.execute(f'CREATE TABLE "{table}" ({defs})')
+    run_loader(con, "side_tables")
