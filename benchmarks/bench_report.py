@@ -261,9 +261,8 @@ def main() -> None:
                     peer(args.peer_python, path)
                 )
         base = statistics.median(s for s, _ in runs.pop("floor"))
-        peer_s = statistics.median(
-            s for s, _ in runs.get("nsys-ai 0.3.0 per-GPU report", []) or [0]
-        )
+        peer_runs = runs.get("nsys-ai 0.3.0 per-GPU report", [])
+        peer_s = statistics.median(s for s, _ in peer_runs) if peer_runs else 0.0
         print(f"  {'sqlite3 floor':<32} median {base:6.2f} s")
         for name, measured in runs.items():
             s = statistics.median(r[0] for r in measured)
