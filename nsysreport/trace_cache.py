@@ -104,6 +104,9 @@ def _build_cache(
         con = connect(tmp)
         try:
             load_into(con, trace, schema, progress, patterns)
+            # Written to disk first, the tables' blocks can be evicted while the queries
+            # whose results are kept run (at 5M kernels they ran out of the memory limit).
+            con.checkpoint()
             keep_results(con)
             con.checkpoint()
         finally:

@@ -18,7 +18,7 @@
 --   start_ns         BIGINT    GPU start
 --   end_ns           BIGINT    GPU end
 --   class            VARCHAR   comm, attention, gemm, other, memcpy or graph
-CREATE TABLE activity AS
+CREATE VIEW activity AS
 SELECT 'kernel' AS source, kernel_id AS activity_id, pid, global_pid, device_id, stream_id,
     correlation_id, start_ns, end_ns, class
 FROM kernel
