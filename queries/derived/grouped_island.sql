@@ -11,9 +11,8 @@
 -- disjoint and together make the union, so sums of duration_ns are union lengths (one window
 -- pass, no island numbering). exposed_ns is the piece minus the union of all compute on the
 -- GPU (for copies: of all compute and comm, as exposed memcpy in docs/metrics.md), whoever
--- launched it: a running total of that time over gpu_segment, read at the
--- segment where the piece starts and the one where it ends, makes its covered time a
--- difference (a piece's ends are activity starts and ends, which bound segments).
+-- launched it: a running total of that time over gpu_segment gives the covered time before
+-- any instant with one ASOF lookup, so a piece's covered time is a difference.
 --
 -- Reads: activity, activity_range, collective, gpu_segment, kernel
 --
@@ -95,21 +94,28 @@ covered_until AS (
     WINDOW w AS (PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING)
 ),
 exposed AS (
-    -- A piece starts at an activity's start or end and ends at an activity's end, so exactly one
-    -- segment starts where it starts and one ends where it ends: the compute time inside it is
-    -- a difference of two running totals, found by equality (no search).
+    -- covered time before instant t: the running total at the end of the segment that starts
+    -- at or before t, less the part of that segment after t when it is covered. (Sort-based
+    -- ASOF lookups: at 5M kernels, equality joins of the pieces with every segment ran out of
+    -- DuckDB's memory limit, where sorts spill to disk.)
     SELECT p.pid, p.device_id, p.group_id, p.part_id, p.start_ns, p.end_ns,
         p.end_ns - p.start_ns - CASE p.part_id
-            WHEN 2 THEN hi.compute_until_ns - (lo.compute_until_ns
-                - CASE WHEN lo.computing THEN lo.duration_ns ELSE 0 END)
-            ELSE hi.kernel_until_ns - (lo.kernel_until_ns
-                - CASE WHEN lo.kernel_running THEN lo.duration_ns ELSE 0 END)
+            WHEN 2 THEN
+                coalesce(hi.compute_until_ns - CASE WHEN hi.computing
+                    THEN greatest(hi.end_ns - p.end_ns, 0) ELSE 0 END, 0)
+                - coalesce(lo.compute_until_ns - CASE WHEN lo.computing
+                    THEN greatest(lo.end_ns - p.start_ns, 0) ELSE 0 END, 0)
+            ELSE
+                coalesce(hi.kernel_until_ns - CASE WHEN hi.kernel_running
+                    THEN greatest(hi.end_ns - p.end_ns, 0) ELSE 0 END, 0)
+                - coalesce(lo.kernel_until_ns - CASE WHEN lo.kernel_running
+                    THEN greatest(lo.end_ns - p.start_ns, 0) ELSE 0 END, 0)
         END AS exposed_ns
     FROM pieces AS p
-    JOIN covered_until AS lo
-        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns = p.start_ns
-    JOIN covered_until AS hi
-        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.end_ns = p.end_ns
+    ASOF LEFT JOIN covered_until AS lo
+        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns <= p.start_ns
+    ASOF LEFT JOIN covered_until AS hi
+        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.start_ns <= p.end_ns
     WHERE p.part_id >= 2
 )
 SELECT e.pid, e.device_id, g.grouping, g.group_key, ['comm', 'memcpy'][e.part_id - 1] AS part,
