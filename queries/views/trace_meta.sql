@@ -5,7 +5,7 @@
 -- simulated traces (NULL for real captures). duration_ns is the capture window from
 -- ANALYSIS_DETAILS, else the span of all GPU activity.
 --
--- Reads: ANALYSIS_DETAILS, EXPORT_META_DATA, META_DATA_EXPORT, TARGET_INFO_SYSTEM_ENV, activity
+-- Reads: ANALYSIS_DETAILS, EXPORT_META_DATA, META_DATA_EXPORT, TARGET_INFO_SYSTEM_ENV, gpu_sweep
 --
 -- Columns:
 --   nsys_version     VARCHAR   e.g. 2026.2.1.210
@@ -27,7 +27,8 @@ SELECT
     (SELECT min(value) FROM TARGET_INFO_SYSTEM_ENV WHERE name = 'Hostname') AS host,
     coalesce(
         (SELECT max(duration) FROM ANALYSIS_DETAILS),
-        (SELECT max(end_ns) - min(start_ns) FROM activity WHERE end_ns > start_ns)
+        -- The span of the activities with end > start: what the sweep's segments tile.
+        (SELECT max(end_ns) - min(start_ns) FROM gpu_sweep)
     ) AS duration_ns,
     (SELECT min(value) FROM meta WHERE name = 'NSYSREPORT_SIMULATED') AS simulated,
     (SELECT min(value) FROM meta WHERE name = 'EXPORT_PRODUCT_NAME') AS product
