@@ -44,6 +44,7 @@ from nsysreport.workers import Workers
 if TYPE_CHECKING:
     # polars is imported where the client joins frames (_stragglers): 0.1 s of start-up
     # (python -X importtime) that a worker, or a report of one file, never needs.
+    import duckdb
     import polars as pl
 
 GpuKey = tuple[str, int, int]  # (file, pid, device_id)
@@ -285,8 +286,8 @@ def _stragglers(
     """
     import polars as pl
 
-    keys = _stand_ins(ranks)
-    stand_in = {k: i for i, k in enumerate(keys)}
+    stand_in = _stand_ins(ranks)
+    keys = list(stand_in)  # a stand-in id back to its GPU
     collective = pl.concat(
         [
             _on_stand_ins(
@@ -299,31 +300,44 @@ def _stragglers(
             for part, clock in zip(parts, clocks, strict=True)
         ]
     )
-    con = connect()
-    con.register("collective", collective)
+    with _reading(collective=collective) as con:
+        found = run_query(con, "straggler_gpu").to_dicts()
+        unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
     gpus = []
-    for row in run_query(con, "straggler_gpu").to_dicts():
+    for row in found:
         file, pid, dev = keys[row.pop("pid")]
         row.pop("device_id")
         gpus.append(
             StragglerGpu(file=file, pid=pid, device_id=dev, rank=ranks[(file, pid, dev)][0], **row)
         )
     unmatched = []
-    for row in run_query(con, "straggler_unmatched").to_dicts():
+    for row in unmatched_rows:
         file, pid, dev = keys[row["pid"]]
         unmatched.append(
             {**row, "file": file, "pid": pid, "device_id": dev, "rank": ranks[(file, pid, dev)][0]}
         )
-    con.close()
     gpus.sort(key=lambda g: (g.rank, g.file, g.pid, g.device_id))
     return stragglers_of(tuple(gpus), tuple(unmatched))
 
 
-def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> list[GpuKey]:
-    """Every GPU of every file in rank order: a GPU's position is its stand-in pid when the
+def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> dict[GpuKey, int]:
+    """Every GPU of every file, in rank order, to its stand-in pid (its position) for when the
     files' rows meet in one query, which keys GPUs by (pid, device_id), a pair files can repeat
     (device_id is then 0)."""
-    return sorted(ranks, key=lambda k: (ranks[k][0], k))
+    return {k: i for i, k in enumerate(sorted(ranks, key=lambda k: (ranks[k][0], k)))}
+
+
+@contextmanager
+def _reading(**frames: pl.DataFrame) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh DuckDB where each frame is a table of its name: the one-file queries then run
+    over every file's rows at once."""
+    con = connect()
+    try:
+        for name, frame in frames.items():
+            con.register(name, frame)
+        yield con
+    finally:
+        con.close()
 
 
 def _on_stand_ins(
@@ -349,14 +363,10 @@ def _top_kernels(
     """kernel_top over every file's per-GPU kernel totals at once: the one-file query."""
     import polars as pl
 
-    stand_in = {k: i for i, k in enumerate(_stand_ins(ranks))}
+    stand_in = _stand_ins(ranks)
     totals = pl.concat([_on_stand_ins(p.kernel_totals, p.name, stand_in) for p in parts])
-    con = connect()
-    try:
-        con.register("kernel_gpu_total", totals)
+    with _reading(kernel_gpu_total=totals) as con:
         return build_kernels(con, top)
-    finally:
-        con.close()
 
 
 def _timeline(
@@ -432,9 +442,5 @@ def _step_spans(report: Report) -> list[dict[str, Any]]:
         },
         orient="row",
     )
-    con = connect()
-    try:
-        con.register("step_window", windows)
+    with _reading(step_window=windows) as con:
         return run_query(con, "step_span").to_dicts()
-    finally:
-        con.close()
