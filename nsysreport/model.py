@@ -25,6 +25,17 @@ from nsysreport.sections.collectives import (
     build_stragglers,
     stragglers_of,
 )
+from nsysreport.sections.data_path import (
+    DataPathRow,
+    NarrowestStage,
+    TpStructure,
+    build_data_path,
+    build_tp_structure,
+    hardware,
+    narrowest,
+    stage_rows,
+    tp_rows,
+)
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, across_gpus, build_layers
@@ -39,6 +50,7 @@ from nsysreport.sections.quality import (
 from nsysreport.sections.steps import StepReport, StepShare, StepStats, build_steps, step_shares
 from nsysreport.sections.timeline import Timeline, build_timeline
 from nsysreport.sections.verdict import Bottleneck, bottleneck
+from nsysreport.user_facts import Facts
 
 if TYPE_CHECKING:
     import duckdb
@@ -89,6 +101,8 @@ class Report:
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
     capture: Capture | None = None  # what the capture recorded and what it lacks
     quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
+    data_path: tuple[DataPathRow, ...] = ()  # per GPU and stage: bandwidth against its ceiling
+    tp_structure: tuple[TpStructure, ...] = ()  # per GPU and op: calls per layer, bytes
 
     @property
     def median_step_ns(self) -> float | None:
@@ -105,6 +119,11 @@ class Report:
         """`part` of the time breakdown ("exposed comm") as % of step time, per GPU over its
         steps (the median step's share, what `gate` judges; not the whole trace's share)."""
         return step_shares(self.steps, part)
+
+    @property
+    def narrowest_stage(self) -> NarrowestStage | None:
+        """The data-path stage with the most exposed time over all GPUs (None: none is)."""
+        return narrowest(self.data_path, sum(g.span_ns for g in self.gpus))
 
     @property
     def overview(self) -> Overview:
@@ -135,6 +154,8 @@ class Report:
                 ("bottleneck", Bottleneck),
                 ("ranks", tuple[RankInfo, ...]),
                 ("capture", Capture | None),
+                ("data_path", tuple[DataPathRow, ...]),
+                ("tp_structure", tuple[TpStructure, ...]),
             )
         }
         kernels = r.field(data, "", "top_kernels", tuple[dict[str, Any], ...]) or ()
@@ -199,6 +220,7 @@ def build_report(
     timeline_step: str | None = None,
     timeline_range: tuple[int | None, int | None] = (None, None),
     partial: bool = False,
+    facts: Facts | None = None,
 ) -> Report:
     """Run the report queries on a loaded trace and assemble the model.
 
@@ -217,6 +239,10 @@ def build_report(
     layers, layers_across = build_layers(con, file, ranks)
     stragglers = build_stragglers(con, file, ranks)
     collectives = build_collectives(con, file, ranks)
+    facts = facts or Facts()
+    hw = {(file, pid, dev): h for (pid, dev), h in hardware(con).items()}
+    data_path = build_data_path(stage_rows(con, file, ranks), collectives, hw, facts.link_peaks)
+    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, facts.model)
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
     return Report(
@@ -234,6 +260,8 @@ def build_report(
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
         capture=capture,
         quality=build_quality(con, file),
+        data_path=data_path,
+        tp_structure=tp,
     )
 
 
@@ -259,6 +287,7 @@ def as_json(report: Report) -> dict[str, Any]:
         row["class"] = row.pop("kernel_class")
         kernels.append(row)
     s = report.stragglers
+    narrow = report.narrowest_stage
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "tool_version": report.tool_version,
@@ -283,6 +312,9 @@ def as_json(report: Report) -> dict[str, Any]:
             {k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped
         ],
         "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
+        "data_path": [plain(x) for x in report.data_path],
+        "data_path_verdict": None if narrow is None else plain(narrow),
+        "tp_structure": [plain(x) for x in report.tp_structure],
     }
 
 

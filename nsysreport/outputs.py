@@ -17,9 +17,11 @@ from nsysreport.analysis import Progress, Window, analyse, analyse_one
 from nsysreport.cache import cached_report
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
+from nsysreport.user_facts import Facts
 from nsysreport.writes import Output, Writer
 
-ModelOptions = tuple[int, str | None, Window]  # top, timeline step, timeline window
+# top, timeline step, timeline window, the user's facts (--link-peak, --model)
+ModelOptions = tuple[int, str | None, Window, Facts]
 # Stands for the generation time in a cached page: the one thing that differs between runs.
 GENERATED_AT = "@@nsysreport-generated-at@@"
 
@@ -67,10 +69,10 @@ def one_trace(
 ) -> Outputs:
     """A report of one trace. With the cache, a rerun on the unchanged trace with the same
     options writes the pages it kept: no query, no drawing, no JSON encoding."""
-    top, step, window = model_options
+    top, step, window, facts = model_options
 
     def build() -> Report:
-        return analyse_one(path, patterns, top, step, window, cache, progress)
+        return analyse_one(path, patterns, top, step, window, cache, progress, facts)
 
     if not cache:
         return _rendered(build(), want_json, generated_at, progress)
@@ -99,8 +101,10 @@ def several_traces(
     run_options: dict[str, Any],
 ) -> Outputs:
     """One report over several traces (nsysreport.multi); `run_options`: jobs, scheduler, align."""
-    top, step, window = model_options
-    report = analyse(paths, patterns, top, step, window, cache, progress=progress, **run_options)
+    top, step, window, facts = model_options
+    report = analyse(
+        paths, patterns, top, step, window, cache, progress=progress, facts=facts, **run_options
+    )
     return _rendered(report, want_json, generated_at, progress)
 
 

@@ -104,7 +104,11 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("int64Value", "BIGINT", False),
     ),
     "StringIds": (("id", "BIGINT", True), ("value", "VARCHAR", True)),
-    "TARGET_INFO_GPU": (("id", "BIGINT", True), ("name", "VARCHAR", False)),
+    "TARGET_INFO_GPU": (
+        ("id", "BIGINT", True),
+        ("name", "VARCHAR", False),
+        ("memoryBandwidth", "BIGINT", False),  # the HBM peak, bytes/s (docs/export-format.md)
+    ),
     "TARGET_INFO_SYSTEM_ENV": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
     "TARGET_INFO_SESSION_START_TIME": (
         ("utcEpochNs", "BIGINT", False),

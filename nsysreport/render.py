@@ -12,8 +12,9 @@ from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
+from nsysreport.sections.data_path import bound_rule
 from nsysreport.sections.overview import Overview
-from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
+from nsysreport.units import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct, short_kernel_name
 
 if TYPE_CHECKING:
     import jinja2
@@ -42,7 +43,12 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(
-        ns=fmt_ns, pct=fmt_pct, bytes=fmt_bytes, count=fmt_count, short_name=short_kernel_name
+        ns=fmt_ns,
+        pct=fmt_pct,
+        bytes=fmt_bytes,
+        count=fmt_count,
+        gbps=fmt_gbps,
+        short_name=short_kernel_name,
     )
     return env
 
@@ -82,6 +88,7 @@ def render_html(
         "generated_at": generated_at or generated_now(),
         "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
         "svg": pictures(report, overview) if svg is None else svg,
+        "data_path_rule": bound_rule(),
     }
     return environment().get_template("report.html.j2").render(context)
 

@@ -85,6 +85,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             )
     # Paths and the verdict are never wrapped: scripts grep them and terminals wrap anyway.
     console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
+    narrow = report.narrowest_stage
+    if narrow is not None:
+        console.print(f"[bold]Data path:[/] {narrow.summary}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
 
