@@ -155,6 +155,7 @@ class Gpu:
     device: int
     name: str = "NVIDIA H100 80GB HBM3"
     pid: int | None = None
+    memory_bandwidth: int = 3_352_320_000_000  # bytes/s, as nsys writes an H100 SXM's
 
 
 @dataclass(frozen=True, slots=True)
@@ -636,10 +637,11 @@ def _gpu_uuid(device: int) -> str:
 
 
 def _gpu_row(g: Gpu) -> Row:
-    # Whatever the name, the properties are an H100 SXM's (the rows only need to be plausible).
+    # Whatever the name, the properties but the HBM rate are an H100 SXM's (the rows only need
+    # to be plausible).
     return (
         GLOBAL_VID, g.device, g.name, f"0000:{0x18 + g.device:02x}:00.0", 1, 52428800,
-        85029158912, 3352320000000, 1980000000, 132, 0, _gpu_uuid(g.device), 0, "GH100",
+        85029158912, g.memory_bandwidth, 1980000000, 132, 0, _gpu_uuid(g.device), 0, "GH100",
         g.device, None, None, 161, 0, 65536, 4, 65536, 49152, 232448, 233472, 65536, 32, 3, 64,
         32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, 9, 0, 9, 0,
     )  # fmt: skip
