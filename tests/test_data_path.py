@@ -272,3 +272,28 @@ def test_the_report_prints_and_writes_the_data_path(tmp_path: Path) -> None:
     ar = next(r for r in data["data_path"] if r["stage"] == "AllReduce")
     assert ar["peak_gbps"] == 32.0 and ar["bound"] == "latency"
     assert data["data_path_verdict"]["stage"] == "AllReduce"
+
+
+def test_a_line_that_does_not_explain_the_durations_leaves_the_bound_to_the_ceiling(
+    tmp_path: Path,
+) -> None:
+    # Waiting, not bytes, sets these durations: the line (55 us + 3.57 us per MB) explains 2%
+    # of their variance, so the fit does not decide.
+    calls = [(1_000_000, 90_000), (2_000_000, 30_000), (4_000_000, 100_000),
+             (1_000_000, 30_000), (2_000_000, 90_000), (4_000_000, 40_000)]  # fmt: skip
+    ar = stage(analyse(allreduce_trace(tmp_path, calls)), "AllReduce")
+    assert ar.fit_alpha_ns == pytest.approx(55_000)
+    assert ar.fit_r2 == pytest.approx(0.0215, abs=1e-4)
+    # 14 MB x 1.75 in 380 us = 64.5 GB/s bus bandwidth: 14% of NVLink's 450, latency-bound.
+    assert ar.busbw_gbps == pytest.approx(14_000_000 / 380_000 * 1.75)
+    assert ar.bound == "latency" and ar.bound_reason.endswith("% of the ceiling")
+
+
+def test_a_stage_under_one_percent_of_the_time_is_not_named(tmp_path: Path) -> None:
+    # A 1 us copy exposed in a 1 ms GEMM trace: 0.1% of the time.
+    scenario = Scenario(
+        kernels=[Kernel(10_000, 1_010_000, GEMM)], memcpys=[Memcpy(1_000, 2_000, bytes=8)]
+    )
+    report = analyse(write_trace(scenario, tmp_path / "tiny.sqlite"))
+    assert stage(report, "h2d").exposed_ns == 1_000
+    assert report.narrowest_stage is None

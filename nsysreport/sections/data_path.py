@@ -22,12 +22,17 @@ if TYPE_CHECKING:
 # The bound rule (docs/metrics.md, "Data path"). With several message sizes, a least-squares
 # line time = alpha + bytes * slope over the stage's calls gives the per-call cost alpha: the
 # stage is latency-bound when alpha over all calls is at least LATENCY_SHARE_PCT of its time.
-# With one size (or a line that fits no cost: alpha < 0, slope <= 0), the ceiling decides: a
-# stage whose bytes at the ceiling would take less than LATENCY_UTILISATION_PCT of its time
-# pays mostly per-call cost, whatever the link.
+# The line must explain the durations (r2 >= FIT_MIN_R2): a collective's kernel time also holds
+# the wait for the other ranks, which no line in bytes fits. Otherwise (one size, a poor line,
+# or a line that fits no cost: alpha < 0, slope <= 0) the ceiling decides: a stage whose bytes
+# at the ceiling would take less than LATENCY_UTILISATION_PCT of its time pays mostly per-call
+# cost, whatever the link. Without a ceiling the bound is unknown.
 LATENCY_SHARE_PCT = 50.0
 LATENCY_UTILISATION_PCT = 25.0
 FIT_MIN_CALLS = 3
+FIT_MIN_R2 = 0.8
+# Below this share of all GPUs' time exposed, no stage is named the narrowest: it is noise.
+NARROWEST_MIN_PCT = 1.0
 # Copies that read and write HBM (device to device) move each byte twice through it.
 HBM_PASSES = {"d2d": 2, "memset": 1}
 
@@ -53,6 +58,7 @@ class DataPathRow:
     max_bytes: int | None
     fit_alpha_ns: float | None
     fit_ns_per_byte: float | None
+    fit_r2: float | None
     group_gpus: int | None  # collectives: GPUs in the group (bus bandwidth's n)
     link: str  # the link whose ceiling applies: hbm, nvlink, pcie, network, or host
     achieved_gbps: float | None
@@ -189,22 +195,25 @@ def derive(r: dict[str, Any], group_gpus: int | None, ceiling: Ceiling) -> DataP
 def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tuple[str, str]:
     if r["bytes"] is None:
         return "unknown", "message sizes unknown"
-    alpha, slope = r["fit_alpha_ns"], r["fit_ns_per_byte"]
+    if rate is None:
+        return "unknown", "group size unknown"
+    if util is None:
+        return "unknown", "ceiling unknown"
+    alpha, slope, r2 = r["fit_alpha_ns"], r["fit_ns_per_byte"], r["fit_r2"]
     if (
         r["sizes"] > 1
         and r["sized"] >= FIT_MIN_CALLS
         and alpha is not None
         and slope is not None
+        and r2 is not None
         and alpha >= 0
         and slope > 0
+        and r2 >= FIT_MIN_R2
         and r["timed_ns"]
     ):
         share = 100.0 * alpha * r["sized"] / r["timed_ns"]
         bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
         return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
-    if util is None:
-        why = "no bandwidth" if rate is None else "ceiling unknown"
-        return "unknown", why
     bound = "latency" if util < LATENCY_UTILISATION_PCT else "bandwidth"
     return bound, f"{util:.1f}% of the ceiling"
 
@@ -214,9 +223,11 @@ def narrowest(rows: Sequence[DataPathRow], span_ns: int) -> NarrowestStage | Non
     totals: dict[tuple[str, str], int] = {}
     for r in rows:
         totals[(r.kind, r.stage)] = totals.get((r.kind, r.stage), 0) + r.exposed_ns
-    if not totals or max(totals.values()) <= 0:
+    if not totals:
         return None
     kind, stage = max(totals, key=lambda k: (totals[k], k))
+    if (pct(totals[(kind, stage)], span_ns) or 0.0) < NARROWEST_MIN_PCT:
+        return None
     mine = [r for r in rows if (r.kind, r.stage) == (kind, stage)]
     by_time: dict[str, int] = {}
     for r in mine:
@@ -255,8 +266,9 @@ _LINK_NAMES = {"nvlink": "NVLink", "pcie": "PCIe", "hbm": "HBM", "network": "the
                "host": "host memory"}  # fmt: skip
 _MOVES = {
     ("collective", "latency"): (
-        "A faster link would not help; fewer or fused collectives, a lower TP degree or "
-        "overlap with compute would."
+        "A faster link would not help: the time is per-call cost (latency, and waiting for "
+        "the other ranks), not bytes; fewer or fused collectives, a lower TP degree or overlap "
+        "with compute would."
     ),
     ("collective", "bandwidth"): (
         "A faster link, fewer bytes (lower precision, compression) or overlap with compute "
@@ -273,26 +285,41 @@ _MOVES = {
 }
 
 
+_COPY_NAMES = {"h2d": "host-to-device copies", "d2h": "device-to-host copies",
+               "d2d": "device-to-device copies", "p2p": "peer-to-peer copies",
+               "h2h": "host-to-host copies", "memset": "memsets"}  # fmt: skip
+
+
 def _sentence(s: NarrowestStage) -> str:
-    what = s.stage if s.kind == "collective" else f"{s.stage} copies"
+    if s.kind == "collective":
+        what = f"{s.stage} is"
+    else:
+        what = f"{_COPY_NAMES.get(s.stage, s.stage + ' copies').capitalize()} are"
     bound = "" if s.bound == "unknown" else f", {s.bound}-bound"
+    calls = f"{s.calls_per_gpu:.0f} call{'' if round(s.calls_per_gpu) == 1 else 's'}"
     size = "" if s.mean_bytes is None else f" of {fmt_bytes(s.mean_bytes)}"
     link = _LINK_NAMES.get(s.link, s.link)
-    rate = "bus bandwidth" if s.kind == "collective" else ""
-    if s.achieved_gbps is None:
+    rate = " bus bandwidth" if s.kind == "collective" else ""
+    source = s.peak_source.split(" (", 1)[0]  # the datasheet is in the table and the JSON
+    if s.mean_bytes is None:
         speed = "; their bandwidth is unknown (message sizes unknown: give --comm-bytes OP=BYTES)"
+    elif s.achieved_gbps is None:
+        speed = "; their bus bandwidth is unknown (the group's size is unknown)"
     elif s.peak_gbps is None:
-        speed = f" at {fmt_gbps(s.achieved_gbps)} {rate}; the {link} ceiling is unknown"
+        speed = (
+            f" at {fmt_gbps(s.achieved_gbps)}{rate}; the {link} ceiling is unknown "
+            f"(give --link-peak {s.link}=GBPS)"
+        )
     else:
         speed = (
-            f" at {fmt_gbps(s.achieved_gbps)} {rate} against {fmt_gbps(s.peak_gbps)} of "
-            f"{link} ({s.peak_source}), {s.utilisation_pct:.1f}% of it"
+            f" at {fmt_gbps(s.achieved_gbps)}{rate} against {fmt_gbps(s.peak_gbps)} of "
+            f"{link} ({source}), {s.utilisation_pct:.1f}% of it"
         )
     move = _MOVES.get((s.kind, s.bound), "")
     return (
-        f"{what} is the narrowest stage of the data path{bound}: {s.calls_per_gpu:.0f} calls"
-        f"{size} per GPU{speed.replace('  ', ' ')}; they leave {fmt_ns(s.exposed_ns)} exposed "
-        f"({s.share_pct:.1f}% of all GPUs' time). {move}"
+        f"{what} the narrowest stage of the data path{bound}: {calls}{size} per GPU{speed}; "
+        f"they leave {fmt_ns(s.exposed_ns)} exposed ({s.share_pct:.1f}% of all GPUs' time). "
+        f"{move}"
     ).strip()
 
 
@@ -383,7 +410,7 @@ def regroup_rows(
 _RAW_FIELDS = (
     "file", "pid", "device_id", "rank", "kind", "stage", "count", "sized", "bytes", "time_ns",
     "timed_ns", "exposed_ns", "sizes", "min_bytes", "max_bytes", "fit_alpha_ns",
-    "fit_ns_per_byte",
+    "fit_ns_per_byte", "fit_r2",
 )  # fmt: skip
 
 
@@ -391,13 +418,14 @@ def bound_rule() -> str:
     """The bound rule in words, printed beside the table (docs/metrics.md has the same)."""
     return (
         f"Bound: with {FIT_MIN_CALLS} or more calls of several sizes, a least-squares line "
-        "time = a + bytes / b over the calls gives the per-call cost a; the stage is "
-        f"latency-bound when a over all its calls is at least {LATENCY_SHARE_PCT:.0f}% of its "
-        f"time. With one size, it is latency-bound when its bytes at the ceiling would take "
-        f"less than {LATENCY_UTILISATION_PCT:.0f}% of its time (utilisation below "
-        f"{LATENCY_UTILISATION_PCT:.0f}%), else bandwidth-bound; unknown without bytes or "
-        "ceiling. Collectives are measured by bus bandwidth (NCCL's convention: all-reduce "
-        "x 2(n-1)/n, all-gather, reduce-scatter and all-to-all x (n-1)/n, n the GPUs in the "
-        "group); a device-to-device copy's ceiling is half the HBM peak, as it reads and "
-        "writes every byte."
+        "time = a + bytes / b over the calls gives the per-call cost a; when it explains the "
+        f"durations (r² ≥ {FIT_MIN_R2}), the stage is latency-bound when a over all its calls "
+        f"is at least {LATENCY_SHARE_PCT:.0f}% of its time. Otherwise it is latency-bound "
+        f"when its bytes at the ceiling would take less than {LATENCY_UTILISATION_PCT:.0f}% "
+        f"of its time (utilisation below {LATENCY_UTILISATION_PCT:.0f}%), else "
+        "bandwidth-bound; unknown without bytes, group size or ceiling. Collectives are "
+        "measured by bus bandwidth (NCCL's convention: all-reduce x 2(n-1)/n; all-gather, "
+        "reduce-scatter and all-to-all x (n-1)/n; n the GPUs in the group); a "
+        "device-to-device copy's ceiling is half the HBM peak, as it reads and writes every "
+        "byte."
     )

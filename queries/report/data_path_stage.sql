@@ -8,7 +8,7 @@
 -- stage's intervals that nothing else covers (grouped_island: a copy not under any kernel, a
 -- collective not under compute). The fit is least squares of duration on bytes over the calls
 -- with a size and a duration (fit_alpha_ns = per-call cost, fit_ns_per_byte = its inverse
--- bandwidth), NULL unless their sizes differ. nsysreport/sections/data_path.py
+-- bandwidth; fit_r2 how well the line explains the durations), NULL unless their sizes differ. nsysreport/sections/data_path.py
 -- turns these into bandwidth, ceiling, utilisation and bound (docs/metrics.md, "Data path").
 --
 -- Reads: collective, grouped_island, memcpy
@@ -29,6 +29,7 @@
 --   max_bytes         BIGINT    largest size
 --   fit_alpha_ns      DOUBLE    least-squares intercept: ns per call
 --   fit_ns_per_byte   DOUBLE    least-squares slope: ns per byte
+--   fit_r2            DOUBLE    the share of the durations' variance the line explains
 WITH calls AS (
     SELECT pid, device_id, 'copy' AS kind, stage, bytes,
         greatest(end_ns - start_ns, 0) AS duration_ns
@@ -51,7 +52,9 @@ stats AS (
         CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
             THEN regr_intercept(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_alpha_ns,
         CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
-            THEN regr_slope(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_ns_per_byte
+            THEN regr_slope(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_ns_per_byte,
+        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
+            THEN regr_r2(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_r2
     FROM calls
     GROUP BY pid, device_id, kind, stage
 ),
@@ -64,7 +67,7 @@ exposed AS (
 )
 SELECT s.pid, s.device_id, s.kind, s.stage, s.count, s.sized, s.bytes, s.time_ns, s.timed_ns,
     coalesce(e.exposed_ns, 0)::BIGINT AS exposed_ns,
-    s.sizes, s.min_bytes, s.max_bytes, s.fit_alpha_ns, s.fit_ns_per_byte
+    s.sizes, s.min_bytes, s.max_bytes, s.fit_alpha_ns, s.fit_ns_per_byte, s.fit_r2
 FROM stats AS s
 LEFT JOIN exposed AS e
     ON e.pid = s.pid AND e.device_id = s.device_id AND e.kind = s.kind AND e.stage = s.stage
