@@ -17,7 +17,7 @@ from nsysreport.patterns import Patterns
 from nsysreport.sections.collectives import CollectiveReport
 from nsysreport.sections.data_path import DataPathRow
 from nsysreport.sections.layers import OUTSIDE
-from nsysreport.units import fmt_ns
+from nsysreport.units import fmt_bytes, fmt_ns, fmt_pct
 
 PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
 # Time inside CUDA graphs traced as a whole: a part of the loss split only when some
@@ -329,6 +329,37 @@ def summary_sentence(c: Comparison) -> str:
     return sentence
 
 
+def collective_sentence(c: Comparison) -> str | None:
+    """The collective op that costs the most time per GPU in the largest configuration, across
+    the configurations: calls, latency, bus bytes and bound (None without collectives)."""
+    if not c.collectives:
+        return None
+    last = max(c.configs, key=lambda x: (x.gpus, c.configs.index(x))).label
+
+    def cost(op: dict[str, Any]) -> float:
+        return float((op["mean_ns"].get(last) or 0) * (op["calls"].get(last) or 0))
+
+    op = max(c.collectives, key=cost)
+    labels = [x.label for x in c.configs if op["mean_ns"].get(x.label) is not None]
+
+    def series(key: str, fmt: Any) -> str:
+        return " → ".join(fmt(op[key].get(label)) for label in labels)
+
+    calls = {round(op["calls"][label]) for label in labels}
+    count = (
+        f"{calls.pop()} calls per GPU in every configuration"
+        if len(calls) == 1
+        else f"{series('calls', lambda v: f'{v:.0f}')} calls per GPU"
+    )
+    bounds = {op["bound"].get(label) for label in labels}
+    bound = f"{bounds.pop()}-bound throughout" if len(bounds) == 1 else series("bound", str)
+    return (
+        f"{op['op']} ({', '.join(labels)}): {count}; {series('mean_ns', fmt_ns)} per call; "
+        f"bus bytes per GPU {series('bus_bytes', fmt_bytes)}; "
+        f"{series('utilisation_pct', fmt_pct)} of the link's ceiling; {bound}."
+    )
+
+
 def as_json(c: Comparison) -> dict[str, Any]:
     """The comparison as the JSON contract of issue 5 (schema_version 1)."""
     return {
@@ -341,4 +372,5 @@ def as_json(c: Comparison) -> dict[str, Any]:
         "collectives": list(c.collectives),
         "notes": list(c.notes),
         "summary": summary_sentence(c),
+        "collectives_summary": collective_sentence(c),
     }

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysreport.compare import Comparison, summary_sentence
+from nsysreport.compare import Comparison, collective_sentence, summary_sentence
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS
 from nsysreport.sections.verdict import RECAPTURE
@@ -140,6 +140,9 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
         )
     console.print(table)
     console.print(f"[bold]Scaling:[/] {summary_sentence(c)}", soft_wrap=True)
+    collectives = collective_sentence(c)
+    if collectives is not None:
+        console.print(f"[bold]Collectives:[/] {collectives}", soft_wrap=True)
     for note in c.notes:
         console.print(f"Note: {note}", soft_wrap=True)
     for path in written:
