@@ -73,6 +73,12 @@ class DataPathRow:
     def mean_bytes(self) -> float | None:
         return None if self.bytes is None or not self.sized else self.bytes / self.sized
 
+    @property
+    def bound_note(self) -> str | None:
+        """Why the bound is what it is, when the utilisation beside it does not say: the fit
+        decided, or something is unknown."""
+        return None if self.bound_reason.endswith("of the ceiling") else self.bound_reason
+
 
 @dataclass(frozen=True, slots=True)
 class NarrowestStage:
