@@ -26,6 +26,7 @@ from nsysreport.sections.collectives import (
     stragglers_of,
 )
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
+from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, across_gpus, build_layers
 from nsysreport.sections.overview import Overview, build_overview
@@ -89,6 +90,8 @@ class Report:
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
     capture: Capture | None = None  # what the capture recorded and what it lacks
     quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
+    gpu_metrics: tuple[GpuMetric, ...] = ()  # sampled counters per GPU and family; () if none
+    gpu_metrics_ignored: tuple[IgnoredGpuMetric, ...] = ()  # counters sampled but not shown
 
     @property
     def median_step_ns(self) -> float | None:
@@ -156,6 +159,14 @@ class Report:
             for i, row in enumerate(rows)
         )
         notes = r.field(data, "", "data_quality", tuple[str, ...])
+        # Absent from reports written before the GPU metrics section: none then.
+        gpu_metrics: dict[str, Any] = {
+            key: r.field(data, "", key, hint) if key in data else ()
+            for key, hint in (
+                ("gpu_metrics", tuple[GpuMetric, ...]),
+                ("gpu_metrics_ignored", tuple[IgnoredGpuMetric, ...]),
+            )
+        }
         r.done()
         traces, layers = fields["traces"], fields["layers"]
         file = Path(traces[0].path).name if len(traces) == 1 else None
@@ -166,6 +177,7 @@ class Report:
             top_kernels=top_kernels,
             clocks=clocks,
             quality=_quality(skipped, notes, file, r),
+            **gpu_metrics,
         )
 
 
@@ -219,6 +231,7 @@ def build_report(
     collectives = build_collectives(con, file, ranks)
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
+    gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -234,6 +247,8 @@ def build_report(
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
         capture=capture,
         quality=build_quality(con, file),
+        gpu_metrics=gpu_metrics,
+        gpu_metrics_ignored=gpu_metrics_ignored,
     )
 
 
@@ -283,6 +298,8 @@ def as_json(report: Report) -> dict[str, Any]:
             {k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped
         ],
         "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
+        "gpu_metrics": [plain(m) for m in report.gpu_metrics],
+        "gpu_metrics_ignored": [plain(m) for m in report.gpu_metrics_ignored],
     }
 
 

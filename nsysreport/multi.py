@@ -27,6 +27,7 @@ from nsysreport.queries import run_query
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
+from nsysreport.sections.gpu_metrics import GpuMetric, metric_order
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import across_gpus
 from nsysreport.sections.quality import merge_quality
@@ -198,6 +199,7 @@ def merge(
     """The files' reports as one: GPUs renumbered, times on the reference clock, and every
     cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh."""
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
+    gpu_metrics: list[GpuMetric] = []
     for part, clock in zip(parts, clocks, strict=True):
         r, off = part.report, clock.offset_ns
 
@@ -240,6 +242,9 @@ def merge(
         collectives += [
             replace(c, file=part.name, rank=rank(c.pid, c.device_id)) for c in r.collectives
         ]
+        gpu_metrics += [
+            replace(m, file=part.name, rank=rank(m.pid, m.device_id)) for m in r.gpu_metrics
+        ]
 
     def order(x: Any) -> tuple[int, str, int, int]:
         return (x.rank, x.file, x.pid, x.device_id)
@@ -273,6 +278,10 @@ def merge(
             kineto=all(p.kineto for p in parts),
         ),
         quality=merge_quality((p.name, p.report.quality) for p in parts),
+        gpu_metrics=tuple(sorted(gpu_metrics, key=metric_order)),
+        gpu_metrics_ignored=tuple(
+            replace(i, file=p.name) for p in parts for i in p.report.gpu_metrics_ignored
+        ),
     )
 
 

@@ -12,6 +12,7 @@ from nsysreport.compare import Comparison, summary_sentence
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
+from nsysreport.sections.gpu_metrics import tables as gpu_metric_tables
 from nsysreport.sections.overview import Overview
 from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
 
@@ -44,6 +45,7 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         ns=fmt_ns, pct=fmt_pct, bytes=fmt_bytes, count=fmt_count, short_name=short_kernel_name
     )
+    env.filters["gpu_metric_tables"] = gpu_metric_tables
     return env
 
 

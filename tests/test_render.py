@@ -51,6 +51,7 @@ MAIN_SECTIONS = (
     "Steps",
     "Layers",
     "Collectives and stragglers",
+    "GPU metrics",
     "Idle gaps",
     "Top kernels by class",
     "Capture",
