@@ -273,3 +273,23 @@ def test_the_weighted_means_match_a_nanosecond_by_nanosecond_count(tmp_path: Pat
     assert dram.during_exposed_comm == pytest.approx(sums["exposed"][0] / sums["exposed"][1])
     assert dram.during_copies == pytest.approx(sums["copies"][0] / sums["copies"][1])
     assert (dram.exposed_comm_ns, dram.copies_ns) == (sums["exposed"][1], sums["copies"][1])
+
+
+def test_a_report_over_two_files_keeps_each_files_counters_with_its_rank(tmp_path: Path) -> None:
+    from nsysreport.multi import build_multi_report
+    from nsysreport.patterns import Patterns
+
+    paths = []
+    for i, value in enumerate((10, 70)):
+        scenario = Scenario(
+            kernels=[Kernel(0, 1000, NCCL, pid=100 + i)],
+            gpu_metrics=[
+                *series(DRAM, (0, 0), (1000, value)),
+                *series("SM Issue [Throughput %]", (0, 0), (1000, 1)),
+            ],
+        )
+        paths.append(write_trace(scenario, tmp_path / f"rank{i}.sqlite"))
+    report = build_multi_report(paths, Patterns(), align=False, cache=False)
+    rows = [(m.file, m.rank, m.overall, m.during_exposed_comm) for m in report.gpu_metrics]
+    assert rows == [("rank0.sqlite", 0, 10.0, 10.0), ("rank1.sqlite", 1, 70.0, 70.0)]
+    assert [i.file for i in report.gpu_metrics_ignored] == ["rank0.sqlite", "rank1.sqlite"]
