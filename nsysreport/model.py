@@ -37,6 +37,7 @@ from nsysreport.sections.data_path import (
     tp_rows,
 )
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
+from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, across_gpus, build_layers
 from nsysreport.sections.overview import Overview, build_overview
@@ -103,6 +104,8 @@ class Report:
     quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
     data_path: tuple[DataPathRow, ...] = ()  # per GPU and stage: bandwidth against its ceiling
     tp_structure: tuple[TpStructure, ...] = ()  # per GPU and op: calls per layer, bytes
+    gpu_metrics: tuple[GpuMetric, ...] = ()  # sampled counters per GPU and family; () if none
+    gpu_metrics_ignored: tuple[IgnoredGpuMetric, ...] = ()  # counters sampled but not shown
 
     @property
     def median_step_ns(self) -> float | None:
@@ -177,6 +180,14 @@ class Report:
             for i, row in enumerate(rows)
         )
         notes = r.field(data, "", "data_quality", tuple[str, ...])
+        # Absent from reports written before the GPU metrics section: none then.
+        gpu_metrics: dict[str, Any] = {
+            key: r.field(data, "", key, hint) if key in data else ()
+            for key, hint in (
+                ("gpu_metrics", tuple[GpuMetric, ...]),
+                ("gpu_metrics_ignored", tuple[IgnoredGpuMetric, ...]),
+            )
+        }
         r.done()
         traces, layers = fields["traces"], fields["layers"]
         file = Path(traces[0].path).name if len(traces) == 1 else None
@@ -187,6 +198,7 @@ class Report:
             top_kernels=top_kernels,
             clocks=clocks,
             quality=_quality(skipped, notes, file, r),
+            **gpu_metrics,
         )
 
 
@@ -245,6 +257,7 @@ def build_report(
     tp = build_tp_structure(tp_rows(con, file, ranks), collectives, facts.model)
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
+    gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -262,6 +275,8 @@ def build_report(
         quality=build_quality(con, file),
         data_path=data_path,
         tp_structure=tp,
+        gpu_metrics=gpu_metrics,
+        gpu_metrics_ignored=gpu_metrics_ignored,
     )
 
 
@@ -315,6 +330,8 @@ def as_json(report: Report) -> dict[str, Any]:
         "data_path": [plain(x) for x in report.data_path],
         "data_path_verdict": None if narrow is None else plain(narrow),
         "tp_structure": [plain(x) for x in report.tp_structure],
+        "gpu_metrics": [plain(m) for m in report.gpu_metrics],
+        "gpu_metrics_ignored": [plain(m) for m in report.gpu_metrics_ignored],
     }
 
 

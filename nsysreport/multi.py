@@ -29,6 +29,7 @@ from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
 from nsysreport.sections.data_path import regroup_rows
 from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.gpu_metrics import GpuMetric, metric_order
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import across_gpus
 from nsysreport.sections.quality import merge_quality
@@ -206,6 +207,7 @@ def merge(
     cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh."""
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
     paths, tps = [], []
+    gpu_metrics: list[GpuMetric] = []
     for part, clock in zip(parts, clocks, strict=True):
         r, off = part.report, clock.offset_ns
 
@@ -250,6 +252,9 @@ def merge(
         ]
         paths += [replace(x, file=part.name, rank=rank(x.pid, x.device_id)) for x in r.data_path]
         tps += [replace(x, file=part.name, rank=rank(x.pid, x.device_id)) for x in r.tp_structure]
+        gpu_metrics += [
+            replace(m, file=part.name, rank=rank(m.pid, m.device_id)) for m in r.gpu_metrics
+        ]
 
     def order(x: Any) -> tuple[int, str, int, int]:
         return (x.rank, x.file, x.pid, x.device_id)
@@ -289,6 +294,10 @@ def merge(
         quality=merge_quality((p.name, p.report.quality) for p in parts),
         data_path=data_path,
         tp_structure=tp,
+        gpu_metrics=tuple(sorted(gpu_metrics, key=metric_order)),
+        gpu_metrics_ignored=tuple(
+            replace(i, file=p.name) for p in parts for i in p.report.gpu_metrics_ignored
+        ),
     )
 
 

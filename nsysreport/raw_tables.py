@@ -129,6 +129,23 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("label", "VARCHAR", False),
     ),
     "MPI_RANKS": (("globalTid", "BIGINT", True), ("rank", "BIGINT", True)),
+    # GPU metric samples (nsys profile --gpu-metrics-devices): one row per sample of one
+    # counter of one GPU; TARGET_INFO_GPU_METRICS names the counters (docs/export-format.md).
+    # No column is required: a layout this tool does not know leaves the section empty rather
+    # than rejecting a trace whose other tables it reads.
+    "GPU_METRICS": (
+        ("timestamp", "BIGINT", False),
+        ("typeId", "BIGINT", False),
+        ("metricId", "BIGINT", False),
+        ("value", "BIGINT", False),
+    ),
+    "TARGET_INFO_GPU_METRICS": (
+        ("typeId", "BIGINT", False),
+        ("sourceId", "BIGINT", False),
+        ("typeName", "VARCHAR", False),
+        ("metricId", "BIGINT", False),
+        ("metricName", "VARCHAR", False),
+    ),
 }
 GPU_TABLES = (
     "CUPTI_ACTIVITY_KIND_KERNEL",

@@ -13,6 +13,7 @@ from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
 from nsysreport.sections.data_path import bound_rule
+from nsysreport.sections.gpu_metrics import tables as gpu_metric_tables
 from nsysreport.sections.overview import Overview
 from nsysreport.units import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct, short_kernel_name
 
@@ -50,6 +51,7 @@ def environment() -> jinja2.Environment:
         gbps=fmt_gbps,
         short_name=short_kernel_name,
     )
+    env.filters["gpu_metric_tables"] = gpu_metric_tables
     return env
 
 

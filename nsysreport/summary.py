@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from nsysreport.compare import Comparison, collective_sentence, summary_sentence
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS
+from nsysreport.sections.gpu_metrics import summary_line as gpu_metrics_line
 from nsysreport.sections.verdict import RECAPTURE
 from nsysreport.units import fmt_count, fmt_ns, fmt_pct
 
@@ -74,6 +75,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             f"Capture: {lacks} (the report's Capture section says how to record them)",
             soft_wrap=True,
         )
+    metrics = gpu_metrics_line(report.gpu_metrics)
+    if metrics is not None:
+        console.print(metrics, soft_wrap=True)
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:
         console.print("Layers with the most exposed communication (mean per GPU):")

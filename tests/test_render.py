@@ -53,6 +53,7 @@ MAIN_SECTIONS = (
     "Layers",
     "Collectives and stragglers",
     "Data path",
+    "GPU metrics",
     "Idle gaps",
     "Top kernels by class",
     "Capture",

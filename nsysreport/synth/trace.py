@@ -159,6 +159,23 @@ class Gpu:
 
 
 @dataclass(frozen=True, slots=True)
+class GpuMetricSample:
+    """One GPU metric sample (nsys --gpu-metrics-devices): the counter `metric` (its name as
+    nsys writes it, unit included) of GPU `device` read `value` at `timestamp`, its average
+    since the counter's previous sample."""
+
+    timestamp: int
+    metric: str
+    value: int
+    device: int = 0
+
+
+# The bits of a GPU metric typeId above the GPU's id (its low byte): what real exports hold
+# there is not known, so the writer puts a constant that readers must mask off.
+GPU_METRIC_TYPE_BASE = 0x10000
+
+
+@dataclass(frozen=True, slots=True)
 class Scenario:
     """What a synthetic trace holds. Iterables are consumed once by `write_trace`."""
 
@@ -170,6 +187,7 @@ class Scenario:
     graph_nodes: Iterable[GraphNode] = ()
     nvtx: Iterable[NvtxRange] = ()
     gpus: Sequence[Gpu] = ()
+    gpu_metrics: Iterable[GpuMetricSample] = ()
     host: str = "synth-host"
     backtrace_duplicates: bool = False
     metadata: Mapping[str, str] = field(default_factory=dict)
@@ -413,6 +431,14 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
         rows["ThreadNames"] = [(name_id, 20, GLOBAL_VID | p << 24 | t) for p, t in tids]
     if gpus:
         rows["TARGET_INFO_GPU"] = [_gpu_row(g) for g in gpus]
+    samples = sorted(scenario.gpu_metrics, key=lambda m: (m.timestamp, m.device, m.metric))
+    if samples:
+        if "GPU_METRICS" not in profile.tables:
+            raise ValueError(
+                f"the GPU metrics layout of nsys {profile.nsys_version} exports is not known: "
+                "write GPU metric samples with a 2024.5 or 2026.2 profile"
+            )
+        rows["TARGET_INFO_GPU_METRICS"], rows["GPU_METRICS"] = _gpu_metric_rows(samples)
     if "TARGET_INFO_CUDA_DEVICE" in profile.tables and any(g.pid is not None for g in gpus):
         rows["TARGET_INFO_CUDA_DEVICE"] = _cuda_device_rows(gpus)
     if profile.event_types:
@@ -619,6 +645,24 @@ def _nvtx_rows(ranges: list[NvtxRange], strings: dict[str, int]) -> Iterator[Row
             r.start, r.end, r.event_type, range_id, None, None, text, gtid, end_gtid, text_id,
             domain_id, r.payload, None, None, None, None, None, None, None, None,
         )  # fmt: skip
+
+
+def _gpu_metric_rows(samples: Sequence[GpuMetricSample]) -> tuple[list[Row], list[Row]]:
+    """TARGET_INFO_GPU_METRICS (one row per GPU and counter, metric ids numbered per GPU in
+    order of first sample) and GPU_METRICS (one row per sample, in time order)."""
+    ids: dict[tuple[int, str], int] = {}
+    for m in samples:
+        per_gpu = sum(1 for device, _ in ids if device == m.device)
+        ids.setdefault((m.device, m.metric), per_gpu)
+    info = [
+        (GPU_METRIC_TYPE_BASE | device, device, f"GPU {device}", metric_id, metric)
+        for (device, metric), metric_id in sorted(ids.items(), key=lambda kv: (kv[0][0], kv[1]))
+    ]
+    values = [
+        (m.timestamp, GPU_METRIC_TYPE_BASE | m.device, ids[(m.device, m.metric)], m.value)
+        for m in samples
+    ]
+    return info, values
 
 
 def _cuda_device_rows(gpus: Sequence[Gpu]) -> list[Row]:
