@@ -126,7 +126,7 @@ class Report:
     @property
     def narrowest_stage(self) -> NarrowestStage | None:
         """The data-path stage with the most exposed time over all GPUs (None: none is)."""
-        return narrowest(self.data_path, sum(g.span_ns for g in self.gpus))
+        return narrowest(self.data_path, sum(g.span_ns for g in self.gpus), self.gpu_metrics)
 
     @property
     def overview(self) -> Overview:

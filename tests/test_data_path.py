@@ -13,7 +13,16 @@ from nsysreport.ceilings import model_of
 from nsysreport.cli import app
 from nsysreport.model import Report, as_json
 from nsysreport.sections.data_path import DataPathRow
-from nsysreport.synth import Gpu, Kernel, Memcpy, Memset, NvtxRange, Scenario, write_trace
+from nsysreport.synth import (
+    Gpu,
+    GpuMetricSample,
+    Kernel,
+    Memcpy,
+    Memset,
+    NvtxRange,
+    Scenario,
+    write_trace,
+)
 from nsysreport.user_facts import Facts, ModelShape
 
 ALLREDUCE = (
@@ -297,3 +306,25 @@ def test_a_stage_under_one_percent_of_the_time_is_not_named(tmp_path: Path) -> N
     report = analyse(write_trace(scenario, tmp_path / "tiny.sqlite"))
     assert stage(report, "h2d").exposed_ns == 1_000
     assert report.narrowest_stage is None
+
+
+def test_sampled_nvlink_counters_join_the_narrowest_stage(tmp_path: Path) -> None:
+    # An exposed 16 KB all-reduce [1000, 11000) on one H100 pair (2 GPUs); NVLink RX sampled at
+    # 3% over (0, 20000] and TX at 1%: the verdict quotes the busier direction, 3%.
+    kernels, nvtx = [], []
+    for g in range(2):
+        kernels.append(Kernel(1_000, 11_000, ALLREDUCE, pid=10 + g, device=g, launch=(100, 101)))
+        nvtx.append(NvtxRange(99, 102, "ncclAllReduce", pid=10 + g, registered=True,
+                              domain="NCCL", payload=16_384))  # fmt: skip
+    samples = [
+        GpuMetricSample(t, f"NVLink {d} Requests User Data [Throughput %]", v, g)
+        for g in range(2)
+        for d, v in (("RX", 3), ("TX", 1))
+        for t in (0, 20_000)
+    ]
+    scenario = Scenario(kernels=kernels, nvtx=nvtx, gpu_metrics=samples,
+                        gpus=[Gpu(g, pid=10 + g) for g in range(2)])  # fmt: skip
+    narrow = analyse(write_trace(scenario, tmp_path / "m.sqlite")).narrowest_stage
+    assert narrow is not None and narrow.link == "nvlink"
+    assert (narrow.sampled_metric, narrow.sampled_link_pct) == ("nvlink_rx", pytest.approx(3.0))
+    assert "GPU metrics: NVLink RX at 3% of peak during exposed communication" in narrow.summary

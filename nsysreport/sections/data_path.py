@@ -13,6 +13,7 @@ from nsysreport import ceilings
 from nsysreport.ceilings import Ceiling, GpuHardware
 from nsysreport.queries import run_query
 from nsysreport.sections.collectives import CollectiveReport, bus_factor
+from nsysreport.sections.gpu_metrics import GpuMetric
 from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
 from nsysreport.user_facts import ModelShape
 
@@ -97,6 +98,10 @@ class NarrowestStage:
     peak_gbps: float | None
     peak_source: str
     utilisation_pct: float | None
+    # GPU metrics, when sampled: the link's counter (% of its peak) inside the stage's time
+    # (exposed communication for a collective, copies for a copy), the mean over the GPUs
+    sampled_link_pct: float | None
+    sampled_metric: str | None  # which family: nvlink_rx, pcie_tx, dram_read, ...
     summary: str
 
 
@@ -224,8 +229,11 @@ def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tupl
     return bound, f"{util:.1f}% of the ceiling"
 
 
-def narrowest(rows: Sequence[DataPathRow], span_ns: int) -> NarrowestStage | None:
-    """The stage with the most exposed time over all GPUs; None when none is exposed."""
+def narrowest(
+    rows: Sequence[DataPathRow], span_ns: int, metrics: Sequence[GpuMetric] = ()
+) -> NarrowestStage | None:
+    """The stage with the most exposed time over all GPUs (None when it is under
+    NARROWEST_MIN_PCT of their span), with what the GPU metrics sampled on its link."""
     totals: dict[tuple[str, str], int] = {}
     for r in rows:
         totals[(r.kind, r.stage)] = totals.get((r.kind, r.stage), 0) + r.exposed_ns
@@ -249,6 +257,7 @@ def narrowest(rows: Sequence[DataPathRow], span_ns: int) -> NarrowestStage | Non
     first = next((r for r in mine if r.peak_gbps is not None), mine[0])
     util = pct(achieved, peak) if achieved is not None and peak else None
     share = pct(totals[(kind, stage)], span_ns) or 0.0
+    family, sampled = _sampled(first.link, kind, mine, metrics)
     found = NarrowestStage(
         stage=stage,
         kind=kind,
@@ -263,9 +272,38 @@ def narrowest(rows: Sequence[DataPathRow], span_ns: int) -> NarrowestStage | Non
         peak_gbps=peak,
         peak_source=first.peak_source,
         utilisation_pct=util,
+        sampled_link_pct=sampled,
+        sampled_metric=family,
         summary="",
     )
     return replace(found, summary=_sentence(found))
+
+
+# The GPU-metric families that measure each link, busiest direction first chosen by value.
+_LINK_FAMILIES = {
+    "nvlink": ("nvlink_rx", "nvlink_tx"),
+    "pcie": ("pcie_rx", "pcie_tx"),
+    "hbm": ("dram_read", "dram_write"),
+}
+
+
+def _sampled(
+    link: str, kind: str, rows: Sequence[DataPathRow], metrics: Sequence[GpuMetric]
+) -> tuple[str | None, float | None]:
+    """The busier direction of the link's sampled counter inside the stage's time (exposed
+    comm for collectives, copies for copies), the mean over the stage's GPUs."""
+    gpus = {(r.file, r.pid, r.device_id) for r in rows}
+    best: tuple[str | None, float | None] = (None, None)
+    for family in _LINK_FAMILIES.get(link, ()):
+        values = [
+            m.during_exposed_comm if kind == "collective" else m.during_copies
+            for m in metrics
+            if m.family == family and (m.file, m.pid, m.device_id) in gpus
+        ]
+        known = [v for v in values if v is not None]
+        if known and (best[1] is None or statistics.fmean(known) > best[1]):
+            best = (family, statistics.fmean(known))
+    return best
 
 
 _LINK_NAMES = {"nvlink": "NVLink", "pcie": "PCIe", "hbm": "HBM", "network": "the network",
@@ -322,6 +360,17 @@ def _sentence(s: NarrowestStage) -> str:
             f"{link} ({source}), {s.utilisation_pct:.1f}% of it"
         )
     move = _MOVES.get((s.kind, s.bound), "")
+    if s.sampled_link_pct is not None and s.sampled_metric is not None:
+        during = "exposed communication" if s.kind == "collective" else "the copies"
+        name = (
+            s.sampled_metric.replace("_", " ")
+            .replace("nvlink", "NVLink")
+            .replace("pcie", "PCIe")
+            .replace("dram", "DRAM")
+            .replace(" rx", " RX")
+            .replace(" tx", " TX")
+        )
+        move = f"GPU metrics: {name} at {s.sampled_link_pct:.0f}% of peak during {during}. {move}"
     return (
         f"{what} the narrowest stage of the data path{bound}: {calls}{size} per GPU{speed}; "
         f"they leave {fmt_ns(s.exposed_ns)} exposed ({s.share_pct:.1f}% of all GPUs' time). "
