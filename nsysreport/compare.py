@@ -59,7 +59,8 @@ class Comparison:
     basis: str  # "steps" (NVTX steps in every config) or "span" (each GPU's whole trace window)
     throughput_unit: str
     layers: tuple[dict[str, Any], ...]  # {"layer", "exposed_comm_ns": {label: per step per GPU}}
-    collectives: tuple[dict[str, Any], ...]  # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}}
+    # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}, "busbw_unknown": {..}, "calls": {..}}
+    collectives: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]  # what could not be compared fairly, and why
 
     @property
@@ -254,7 +255,7 @@ def _layers(
 
 def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any], ...]:
     """Mean latency and bus bandwidth per collective op and configuration."""
-    ops: dict[str, dict[str, dict[str, float | None]]] = {}
+    ops: dict[str, dict[str, dict[str, float | bool | None]]] = {}
     for label, report in ordered:
         by_op: dict[str, list[CollectiveReport]] = {}
         for row in report.collectives:
@@ -262,9 +263,13 @@ def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any],
         for op, rows in by_op.items():
             calls = sum(r.count for r in rows)
             bus = [r.busbw_gbps for r in rows if r.busbw_gbps is not None]
-            entry = ops.setdefault(op, {"mean_ns": {}, "busbw_gbps": {}, "calls": {}})
+            entry = ops.setdefault(
+                op, {"mean_ns": {}, "busbw_gbps": {}, "busbw_unknown": {}, "calls": {}}
+            )
             entry["mean_ns"][label] = sum(r.total_ns for r in rows) / calls if calls else None
             entry["busbw_gbps"][label] = statistics.fmean(bus) if bus else None
+            # Sizes known but not the group: the bus bandwidth is unknown, not absent.
+            entry["busbw_unknown"][label] = not bus and any(r.algbw_gbps is not None for r in rows)
             entry["calls"][label] = calls / len(rows)
     return tuple({"op": op, **values} for op, values in sorted(ops.items()))
 

@@ -247,7 +247,8 @@ def merge(
     gpus.sort(key=order)
     steps.sort(key=lambda s: (*order(s), s.ordinal))
     stats.sort(key=order)
-    collectives = regroup(collectives)  # a collective's group spans the files
+    # A collective's group spans the files; the ranks named tell whether they hold the job.
+    collectives = regroup(collectives, len(gpus), max((g.rank for g in gpus), default=-1) + 1)
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
