@@ -181,7 +181,12 @@ def test_unknown_bus_bandwidth_is_null_in_the_json_and_unknown_in_the_html(
 # nsys exports: the captured environment tells the job's size or a rank of it.
 
 
-def nsys_allreduce(path: Path, gpus: int = 1, env: dict[str, str] | None = None) -> Path:
+def nsys_allreduce(
+    path: Path,
+    gpus: int = 1,
+    env: dict[str, str] | None = None,
+    mpi_ranks: dict[int, int] | None = None,
+) -> Path:
     """`gpus` processes, one GPU each, each running the all-reduce at [1000, 101000) ns inside
     an NCCL range whose payload is 1,000,000 bytes."""
     kernels = [
@@ -193,7 +198,9 @@ def nsys_allreduce(path: Path, gpus: int = 1, env: dict[str, str] | None = None)
                   payload=1_000_000)
         for g in range(gpus)
     ]  # fmt: skip
-    scenario = Scenario(kernels=kernels, nvtx=nvtx, capture_env=env or {})
+    scenario = Scenario(
+        kernels=kernels, nvtx=nvtx, capture_env=env or {}, mpi_ranks=mpi_ranks or {}
+    )
     return write_trace(scenario, path)
 
 
@@ -229,6 +236,21 @@ def test_rank_evidence_within_the_gpus_of_the_trace_keeps_the_count(tmp_path: Pa
     assert {(r["group_gpus"], r["group_source"]) for r in rows} == {(2, "gpus_in_trace")}
 
 
+@pytest.mark.parametrize(
+    ("gpus", "mpi_ranks", "expected"),
+    [
+        (1, {10: 5}, (None, None)),  # MPI rank 5 of at least 6, one GPU here
+        (2, {10: 0, 11: 1}, (2, "gpus_in_trace")),  # both ranks of the job
+        (2, {10: 2, 11: 3}, (None, None)),  # ranks 2 and 3 of at least 4
+    ],
+)
+def test_mpi_ranks_tell_whether_the_export_holds_the_whole_job(
+    tmp_path: Path, gpus: int, mpi_ranks: dict[int, int], expected: tuple[Any, Any]
+) -> None:
+    rows = nsys_rows(nsys_allreduce(tmp_path / "t.sqlite", gpus=gpus, mpi_ranks=mpi_ranks))
+    assert {(r["group_gpus"], r["group_source"]) for r in rows} == {expected}
+
+
 # Several files: the group is counted over all of them only where a file could not read it.
 
 
@@ -261,21 +283,43 @@ def test_files_still_short_of_the_ranks_they_name_leave_the_group_unknown() -> N
     assert {(c.group_gpus, c.group_source, c.busbw_gbps) for c in got} == {(None, None, None)}
 
 
-def test_two_rank_files_of_an_nsys_job_regroup_to_two(tmp_path: Path) -> None:
-    files = []
-    for rank in range(2):
-        files.append(nsys_allreduce(tmp_path / f"rank{rank}.sqlite", env={"RANK": str(rank)}))
+def report_json(tmp_path: Path, files: list[Path]) -> list[dict[str, Any]]:
     result = CliRunner().invoke(
         app, ["report", *map(str, files), "-o", str(tmp_path / "r.html"), "--json",
               str(tmp_path / "m.json"), "-q"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    rows = json.loads((tmp_path / "m.json").read_text())["collectives"]
-    assert [(c["rank"], c["group_gpus"], c["group_source"]) for c in rows] == [
-        (0, 2, "gpus_in_trace"),
-        (1, 2, "gpus_in_trace"),
+    rows: list[dict[str, Any]] = json.loads((tmp_path / "m.json").read_text())["collectives"]
+    return rows
+
+
+def test_four_rank_files_regroup_as_the_one_export_of_all_four_does(tmp_path: Path) -> None:
+    # Each file alone: rank r of at least r + 1 ranks, one GPU, so no group size. Together the
+    # four hold ranks 0-3: the group is counted as collective_summary counts one 4-GPU export.
+    files = [nsys_allreduce(tmp_path / f"rank{r}.sqlite", env={"RANK": str(r)}) for r in range(4)]
+    assert all(nsys_rows(f)[0]["group_gpus"] is None for f in files)
+    merged = report_json(tmp_path, files)
+    one_file = nsys_rows(nsys_allreduce(tmp_path / "all.sqlite", gpus=4))
+    assert [(c["rank"], c["group_gpus"], c["group_source"]) for c in merged] == [
+        (r, 4, "gpus_in_trace") for r in range(4)
     ]
-    assert all(c["busbw_gbps"] == pytest.approx(10.0) for c in rows)
+    assert [c["busbw_gbps"] for c in merged] == pytest.approx([r["busbw_gbps"] for r in one_file])
+    assert merged[0]["busbw_gbps"] == pytest.approx(15.0)
+
+
+def test_rank_files_of_a_pytorch_job_keep_the_group_size_each_records(tmp_path: Path) -> None:
+    files = [
+        kineto_allreduce(
+            tmp_path / f"rank{r}.json", {"rank": r, "world_size": 8}, **{"Group size": 8}
+        )
+        for r in range(2)
+    ]
+    merged = report_json(tmp_path, files)
+    assert [(c["rank"], c["group_gpus"], c["group_source"]) for c in merged] == [
+        (0, 8, "torch_group_size"),
+        (1, 8, "torch_group_size"),
+    ]
+    assert all(c["busbw_gbps"] == pytest.approx(17.5) for c in merged)
 
 
 # The real PyTorch profiler traces: what each one records (docs/export-format.md).

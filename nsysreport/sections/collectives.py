@@ -65,7 +65,7 @@ SCALED_BY_GROUP = {"AllReduce": 2.0, "AllGather": 1.0, "ReduceScatter": 1.0}
 
 def bus_factor(op: str, group_gpus: int | None) -> float | None:
     """busbw / algbw for an op over n ranks: NCCL's convention, as collective_summary.sql has it
-    (several files are regrouped in Python; tests/test_multi.py checks the two agree). None
+    (several files are regrouped in Python; tests/test_group_size.py checks the two agree). None
     when the factor depends on n and n is unknown."""
     scale = SCALED_BY_GROUP.get(op)
     if scale is None:
