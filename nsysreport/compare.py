@@ -258,7 +258,7 @@ def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any],
     """Per collective op and configuration: mean latency, calls per GPU, bus bandwidth, and from
     the data path its message size, bytes moved per GPU, ceiling, utilisation and bound (the
     scaling story: bus bytes grow as 2(TP-1)/TP, latency-bound calls do not get fewer)."""
-    keys = ("mean_ns", "busbw_gbps", "calls", "mean_bytes", "bus_bytes", "peak_gbps",
+    keys = ("mean_ns", "busbw_gbps", "busbw_unknown", "calls", "mean_bytes", "bus_bytes", "peak_gbps",
             "utilisation_pct", "bound")  # fmt: skip
     ops: dict[str, dict[str, dict[str, Any]]] = {}
     for label, report in ordered:
@@ -275,6 +275,8 @@ def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any],
             entry = ops.setdefault(op, {k: {} for k in keys})
             entry["mean_ns"][label] = sum(r.total_ns for r in rows) / calls if calls else None
             entry["busbw_gbps"][label] = statistics.fmean(bus) if bus else None
+            # Sizes known but not the group: the bus bandwidth is unknown, not absent.
+            entry["busbw_unknown"][label] = not bus and any(r.algbw_gbps is not None for r in rows)
             entry["calls"][label] = calls / len(rows)
             _stage_figures(entry, label, stages.get(op, []))
     return tuple({"op": op, **values} for op, values in sorted(ops.items()))

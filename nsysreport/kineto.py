@@ -53,6 +53,7 @@ STEPS = (
     "kineto_runtime",
     "kineto_annotation",
     "kineto_nccl_range",
+    "kineto_comm_group",
     "kineto_string_ids",
     "kineto_gpu_name",
     "kineto_export_meta",

@@ -262,7 +262,8 @@ def merge(
     gpus.sort(key=order)
     steps.sort(key=lambda s: (*order(s), s.ordinal))
     stats.sort(key=order)
-    collectives = regroup(collectives)  # a collective's group spans the files
+    # A collective's group spans the files; the ranks named tell whether they hold the job.
+    collectives = regroup(collectives, len(gpus), max((g.rank for g in gpus), default=-1) + 1)
     facts = facts or Facts()
     data_path, tp = regroup_rows(
         paths, tps, collectives, _hosts_per_op(gpus, collectives), facts.link_peaks, facts.model

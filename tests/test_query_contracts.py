@@ -92,7 +92,14 @@ def test_parameters_change_the_result(con: duckdb.DuckDBPyConnection) -> None:
     assert run_query(con, "gap_top", {"top": "3"}).height == 6  # CLI strings are converted
 
 
-RAW = {*RAW_TABLES, "load_skipped", "nvtx_unloaded", "source_table"}
+RAW = {
+    *RAW_TABLES,
+    "load_skipped",
+    "nvtx_unloaded",
+    "source_table",
+    "comm_group_launch",
+    "job_world",
+}
 OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fills them
 # What the loaders' steps create or fill: the raw and option tables, and the Kineto loader's
 # temporary tables, view and macros.

@@ -26,7 +26,8 @@ class CollectiveReport:
     p99_ns: int
     max_ns: int
     exposed_ns: int
-    group_gpus: int
+    group_gpus: int | None  # ranks of the op's communicator (bus bandwidth's n); None: unknown
+    group_source: str | None  # where group_gpus comes from (queries/derived/collective.sql)
     total_bytes: int | None
     algbw_gbps: float | None
     busbw_gbps: float | None
@@ -53,32 +54,60 @@ class Stragglers:
     straggler: StragglerGpu | None  # the GPU that caused the most waiting, if any did
 
 
-def bus_factor(op: str, group_gpus: int) -> float:
-    """busbw / algbw for an op over n GPUs: NCCL's convention, as collective_summary.sql has it
-    (several files are regrouped in Python; tests/test_multi.py checks the two agree)."""
-    n = group_gpus
-    if op == "AllReduce":
-        return 2.0 * (n - 1) / n
-    if op in ("AllGather", "ReduceScatter"):
-        return 1.0 * (n - 1) / n
-    return 1.0
+# Where a group size came from when it counts GPUs rather than reading the communicator: the
+# fallback that several files together can count better than each file alone.
+COUNTED = "gpus_in_trace"
 
 
-def regroup(collectives: Sequence[CollectiveReport]) -> list[CollectiveReport]:
-    """Group sizes and bus bandwidth over all GPUs given (several files' collectives at once)."""
-    groups: dict[str, int] = {}
+# The ops whose bus bandwidth scales with the group size; every other op's factor is 1.
+SCALED_BY_GROUP = {"AllReduce": 2.0, "AllGather": 1.0, "ReduceScatter": 1.0, "AllToAll": 1.0}
+
+
+def bus_factor(op: str, group_gpus: int | None) -> float | None:
+    """busbw / algbw for an op over n ranks: NCCL's convention, as collective_summary.sql has it
+    (several files are regrouped in Python; tests/test_group_size.py checks the two agree). None
+    when the factor depends on n and n is unknown."""
+    scale = SCALED_BY_GROUP.get(op)
+    if scale is None:
+        return 1.0
+    if group_gpus is None or group_gpus < 1:
+        return None
+    return scale * (group_gpus - 1) / group_gpus
+
+
+def regroup(
+    collectives: Sequence[CollectiveReport], gpus: int, ranks_seen: int
+) -> list[CollectiveReport]:
+    """Group sizes and bus bandwidth over all GPUs given (several files' collectives at once).
+
+    A size a file read from its trace (the communicator, the job's world size) stands. Where a
+    file could only count its own GPUs, or could not tell because it holds some of the job's
+    ranks, the op's group is counted over the `gpus` GPUs of every file instead, unless those
+    are still fewer than the job's ranks (`ranks_seen`: the highest rank named plus one): then
+    it is unknown. A count of one GPU is no group size either.
+    """
+    counted: dict[str, int] = {}
     for c in collectives:
-        groups[c.op] = groups.get(c.op, 0) + 1
-    return [
-        replace(
-            c,
-            group_gpus=groups[c.op],
-            busbw_gbps=None
-            if c.algbw_gbps is None
-            else c.algbw_gbps * bus_factor(c.op, groups[c.op]),
+        counted[c.op] = counted.get(c.op, 0) + 1
+    whole_job = ranks_seen <= gpus
+    out = []
+    for c in collectives:
+        if c.group_source is not None and c.group_source != COUNTED:
+            out.append(c)
+            continue
+        n = counted[c.op] if whole_job and counted[c.op] >= 2 else None
+        factor = bus_factor(c.op, n)
+        out.append(
+            replace(
+                c,
+                group_gpus=n,
+                group_source=None if n is None else COUNTED,
+                busbw_gbps=None
+                if c.algbw_gbps is None or factor is None
+                else c.algbw_gbps * factor,
+            )
         )
-        for c in collectives
-    ]
+    return out
 
 
 def build_collectives(

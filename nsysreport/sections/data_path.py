@@ -184,8 +184,9 @@ def derive(r: dict[str, Any], group_gpus: int | None, ceiling: Ceiling) -> DataP
     """A stage's bandwidths, utilisation and bound from its sums and its ceiling."""
     achieved = r["bytes"] / r["timed_ns"] if r["bytes"] is not None and r["timed_ns"] else None
     busbw = None
-    if r["kind"] == "collective" and achieved is not None and group_gpus:
-        busbw = achieved * bus_factor(r["stage"], group_gpus)
+    factor = bus_factor(r["stage"], group_gpus) if r["kind"] == "collective" else None
+    if achieved is not None and factor is not None:
+        busbw = achieved * factor
     rate = busbw if r["kind"] == "collective" else achieved
     util = pct(rate, ceiling.peak_gbps) if rate is not None and ceiling.peak_gbps else None
     bound, reason = _bound(r, rate, util)
@@ -399,7 +400,7 @@ def build_tp_structure(
     for r in rows:
         n = groups.get((r["file"], r["pid"], r["device_id"], r["op"]))
         mean = r["mean_bytes"]
-        factor = bus_factor(r["op"], n) if n else None
+        factor = bus_factor(r["op"], n)
         expected = model.message_bytes if model is not None and r["op"] == "AllReduce" else None
         out.append(
             TpStructure(

@@ -53,6 +53,9 @@ def _without(columns: tuple[Column, ...], *names: str) -> tuple[Column, ...]:
 # fill these full lists and an itemgetter picks each version's columns, in its own order.
 _STRING_IDS = _columns("id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL")
 _NAME_VALUE = _columns("name TEXT NOT NULL, value TEXT")
+# As the User Guide's schema reference gives it (nsys writes it under --trace=mpi); none of the
+# real exports in shared/ has the table.
+MPI_RANKS = _columns("globalTid INTEGER NOT NULL, rank INTEGER NOT NULL")
 _ENUM = _columns("id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT")
 _SYSTEM_ENV = _columns(
     "globalVid INTEGER, devStateName TEXT NOT NULL, name TEXT NOT NULL, nameEnum INTEGER NOT NULL,"
@@ -277,6 +280,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "ENUM_CUDA_MEMCPY_OPER": _ENUM,
                 "META_DATA_CAPTURE": _NAME_VALUE,
                 "META_DATA_EXPORT": _NAME_VALUE,
+                "MPI_RANKS": MPI_RANKS,
             }
         ),
         export_keys=_EXPORT_KEYS_2026,

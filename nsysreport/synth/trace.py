@@ -192,6 +192,9 @@ class Scenario:
     backtrace_duplicates: bool = False
     metadata: Mapping[str, str] = field(default_factory=dict)
     capture_env: Mapping[str, str] = field(default_factory=dict)
+    # MPI rank of each process (pid -> rank), as nsys --trace=mpi records it (MPI_RANKS; the
+    # 2026.2 profile only).
+    mpi_ranks: Mapping[int, int] = field(default_factory=dict)
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).
     utc_at_zero_ns: int | None = None
@@ -439,6 +442,13 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
                 "write GPU metric samples with a 2024.5 or 2026.2 profile"
             )
         rows["TARGET_INFO_GPU_METRICS"], rows["GPU_METRICS"] = _gpu_metric_rows(samples)
+    if scenario.mpi_ranks:
+        if "MPI_RANKS" not in profile.tables:
+            raise ValueError(f"the nsys {profile.nsys_version} profile writes no MPI_RANKS table")
+        # One row for the process's main thread (tid = pid), as for its other CPU rows.
+        rows["MPI_RANKS"] = [
+            (GLOBAL_VID | pid << 24 | pid, rank) for pid, rank in sorted(scenario.mpi_ranks.items())
+        ]
     if "TARGET_INFO_CUDA_DEVICE" in profile.tables and any(g.pid is not None for g in gpus):
         rows["TARGET_INFO_CUDA_DEVICE"] = _cuda_device_rows(gpus)
     if profile.event_types:

@@ -4,11 +4,24 @@
 -- SendRecv kernel can implement an all-to-all), the innermost NCCL API range (ncclAllReduce,
 -- ncclSend, ...), else the kernel name. Ops are normalised to AllReduce, AllGather,
 -- ReduceScatter, AllToAll, Broadcast, Reduce, SendRecv, Barrier or Generic. Message bytes come
--- from the NCCL range's payload, else from --comm-bytes OP=BYTES, else are NULL. `ordinal`
--- numbers a GPU's instances of one op by start time, to match instances across GPUs.
--- Materialised (CREATE TABLE) when the trace is opened: four analyses read it.
+-- from the NCCL range's payload (for a PyTorch profiler trace: the kernel's `In msg nelems` x
+-- its dtype's size, kineto_nccl_range), else from --comm-bytes OP=BYTES, else are NULL.
+-- `ordinal` numbers a GPU's instances of one op by start time, to match instances across GPUs.
 --
--- Reads: activity_range, comm_bytes_option, kernel
+-- The group size (ranks of the communicator the kernel ran on; bus bandwidth's n) comes from,
+-- in order of trust: what the trace records at the kernel (comm_group_launch: a PyTorch
+-- profiler trace's `Group size`, `Process Group Ranks` or its process group's pg_size:
+-- torch_group_size, torch_pg_ranks, torch_pg_config); the job's size (comm_world.world_size:
+-- world_size) when the trace lists no more than one process group, so that every collective
+-- runs on the whole job; else, when the trace holds the whole job (comm_world.partial is
+-- false), the number of GPUs in the trace that ran the op, if two or more (gpus_in_trace).
+-- Otherwise it is unknown (NULL): a trace of some of the job's ranks cannot count the others,
+-- and a "collective" on one GPU of unknown group is not a group of one. NCCL's own NVTX
+-- payloads (communicator id, ranks) are not read: nsys exports them only as blobs
+-- (docs/export-format.md). Materialised (CREATE TABLE) when the trace is opened: four
+-- analyses read it.
+--
+-- Reads: activity_range, comm_bytes_option, comm_group_launch, comm_world, kernel
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -21,10 +34,13 @@
 --   op_source      VARCHAR   torch_collective, nccl_collective or kernel
 --   message_bytes  BIGINT    message size in bytes, NULL when unknown
 --   ordinal        BIGINT    1 = this GPU's first instance of this op
+--   group_size     BIGINT    ranks in the kernel's communicator, NULL when unknown
+--   group_source   VARCHAR   where group_size comes from (above), NULL when it is unknown
+--   comm_group     VARCHAR   the process group's name as the trace records it, else NULL
 CREATE TABLE collective AS
 WITH named AS (
     SELECT k.pid, k.device_id, k.kernel_id, k.start_ns, k.end_ns,
-        greatest(k.end_ns - k.start_ns, 0) AS duration_ns,
+        greatest(k.end_ns - k.start_ns, 0) AS duration_ns, k.global_pid, k.correlation_id,
         t.label AS torch_label, n.label AS nccl_label, n.payload AS nccl_bytes, k.name
     FROM kernel AS k
     LEFT JOIN activity_range AS t
@@ -58,10 +74,35 @@ ops AS (
 ),
 normalised AS (
     SELECT r.*, o.op FROM resolved AS r JOIN ops AS o ON o.op_text = r.op_text
+),
+op_gpus AS (
+    SELECT op, count(DISTINCT (pid, device_id)) AS gpus FROM normalised GROUP BY op
+),
+launch_group AS (
+    -- One row per launch: the kernels of one graph launch share its correlation id.
+    SELECT DISTINCT ON (globalPid, correlationId) *
+    FROM comm_group_launch
+    ORDER BY globalPid, correlationId, group_size DESC NULLS LAST, group_source, comm_group
+),
+sized AS (
+    SELECT x.*, l.comm_group,
+        CASE WHEN l.group_size IS NOT NULL THEN l.group_size
+            WHEN w.world_size IS NOT NULL AND coalesce(w.process_groups, 1) = 1
+                THEN w.world_size
+            WHEN NOT w.partial AND g.gpus >= 2 THEN g.gpus END AS group_size,
+        CASE WHEN l.group_size IS NOT NULL THEN l.group_source
+            WHEN w.world_size IS NOT NULL AND coalesce(w.process_groups, 1) = 1
+                THEN 'world_size'
+            WHEN NOT w.partial AND g.gpus >= 2 THEN 'gpus_in_trace' END AS group_source
+    FROM normalised AS x
+    JOIN op_gpus AS g ON g.op = x.op
+    CROSS JOIN comm_world AS w
+    LEFT JOIN launch_group AS l ON l.globalPid = x.global_pid AND l.correlationId = x.correlation_id
 )
 SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.op, x.op_source,
     coalesce(x.nccl_bytes, o.bytes) AS message_bytes,
     row_number() OVER (PARTITION BY x.pid, x.device_id, x.op ORDER BY x.start_ns, x.kernel_id)
-        AS ordinal
-FROM normalised AS x
+        AS ordinal,
+    x.group_size, x.group_source, x.comm_group
+FROM sized AS x
 LEFT JOIN comm_bytes_option AS o ON o.op = x.op

@@ -6,8 +6,18 @@
 -- because they can play no role (nvtx_roleless), counted for the Capture section.
 -- source_table: every table and view of the trace file, for what the report can say about
 -- the capture (whether it has GPU metric tables, usable samples or not).
+-- comm_group_launch: the communicator a communication kernel ran on, as the trace records it
+-- at the kernel (a PyTorch profiler trace's kernel args: kineto_comm_group), keyed like the
+-- kernel by process and correlation id; group_source names the field it came from.
+-- job_world: the job's size as the trace records it (a PyTorch profiler trace's
+-- distributedInfo.world_size) and how many process groups it lists (NULL: it does not say).
 --
--- Writes: load_skipped, nvtx_unloaded, source_table
+-- Writes: load_skipped, nvtx_unloaded, source_table, comm_group_launch, job_world
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
 CREATE TABLE source_table (name VARCHAR);
+CREATE TABLE comm_group_launch (
+    globalPid BIGINT, correlationId BIGINT, group_size BIGINT, group_source VARCHAR,
+    comm_group VARCHAR
+);
+CREATE TABLE job_world (world_size BIGINT, process_groups BIGINT, source VARCHAR);
