@@ -258,8 +258,8 @@ def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any],
     """Per collective op and configuration: mean latency, calls per GPU, bus bandwidth, and from
     the data path its message size, bytes moved per GPU, ceiling, utilisation and bound (the
     scaling story: bus bytes grow as 2(TP-1)/TP, latency-bound calls do not get fewer)."""
-    keys = ("mean_ns", "busbw_gbps", "busbw_unknown", "calls", "mean_bytes", "bus_bytes", "peak_gbps",
-            "utilisation_pct", "bound")  # fmt: skip
+    keys = ("mean_ns", "busbw_gbps", "busbw_unknown", "calls", "mean_bytes", "bus_bytes",
+            "peak_gbps", "utilisation_pct", "bound")  # fmt: skip
     ops: dict[str, dict[str, dict[str, Any]]] = {}
     for label, report in ordered:
         by_op: dict[str, list[CollectiveReport]] = {}
