@@ -254,7 +254,7 @@ def build_report(
     facts = facts or Facts()
     hw = {(file, pid, dev): h for (pid, dev), h in hardware(con).items()}
     data_path = build_data_path(stage_rows(con, file, ranks), collectives, hw, facts.link_peaks)
-    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, facts.model)
+    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, layers, facts.model)
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)

@@ -265,8 +265,9 @@ def merge(
     # A collective's group spans the files; the ranks named tell whether they hold the job.
     collectives = regroup(collectives, len(gpus), max((g.rank for g in gpus), default=-1) + 1)
     facts = facts or Facts()
+    hosts = _hosts_per_op(gpus, collectives)
     data_path, tp = regroup_rows(
-        paths, tps, collectives, _hosts_per_op(gpus, collectives), facts.link_peaks, facts.model
+        paths, tps, collectives, layers, hosts, facts.link_peaks, facts.model
     )
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()

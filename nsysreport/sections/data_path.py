@@ -14,6 +14,7 @@ from nsysreport.ceilings import Ceiling, GpuHardware
 from nsysreport.queries import run_query
 from nsysreport.sections.collectives import CollectiveReport, bus_factor
 from nsysreport.sections.gpu_metrics import GpuMetric
+from nsysreport.sections.layers import LayerReport
 from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
 from nsysreport.user_facts import ModelShape
 
@@ -392,12 +393,21 @@ def tp_rows(
 def build_tp_structure(
     rows: Iterable[Mapping[str, Any]],
     collectives: Sequence[CollectiveReport],
+    layers: Sequence[LayerReport],
     model: ModelShape | None,
 ) -> tuple[TpStructure, ...]:
-    """Calls per layer occurrence and bytes against --model's, per GPU and op."""
+    """Calls per layer occurrence (layer_summary's occurrences, all layers of the GPU) and
+    bytes against --model's, per GPU and op."""
     groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
+    occurrences: dict[tuple[str, int, int], int] = {}
+    for x in layers:
+        key = (x.file, x.pid, x.device_id)
+        occurrences[key] = occurrences.get(key, 0) + x.occurrences
     out = []
     for r in rows:
+        runs = occurrences.get((r["file"], r["pid"], r["device_id"]), 0)
+        if not runs:
+            continue  # calls inside layer ranges whose layers ran no GPU work: no layer runs
         n = groups.get((r["file"], r["pid"], r["device_id"], r["op"]))
         mean = r["mean_bytes"]
         factor = bus_factor(r["op"], n)
@@ -410,8 +420,8 @@ def build_tp_structure(
                 rank=r["rank"],
                 op=r["op"],
                 in_layers=r["in_layers"],
-                layer_occurrences=r["layer_occurrences"],
-                per_layer=r["in_layers"] / r["layer_occurrences"],
+                layer_occurrences=runs,
+                per_layer=r["in_layers"] / runs,
                 group_gpus=n,
                 mean_message_bytes=mean,
                 bus_bytes=None if mean is None or factor is None else mean * factor,
@@ -428,6 +438,7 @@ def regroup_rows(
     rows: Sequence[DataPathRow],
     tp: Sequence[TpStructure],
     collectives: Sequence[CollectiveReport],
+    layers: Sequence[LayerReport],
     hosts: Mapping[str, int],
     user: Mapping[str, float],
     model: ModelShape | None,
@@ -455,12 +466,11 @@ def regroup_rows(
             "rank": t.rank,
             "op": t.op,
             "in_layers": t.in_layers,
-            "layer_occurrences": t.layer_occurrences,
             "mean_bytes": t.mean_message_bytes,
         }
         for t in tp
     ]
-    return tuple(out), build_tp_structure(tp_raw, collectives, model)
+    return tuple(out), build_tp_structure(tp_raw, collectives, layers, model)
 
 
 _RAW_FIELDS = (
