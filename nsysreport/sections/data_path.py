@@ -79,7 +79,7 @@ class DataPathRow:
     def bound_note(self) -> str | None:
         """Why the bound is what it is, when the utilisation beside it does not say: the fit
         decided, or something is unknown."""
-        return None if self.bound_reason.endswith("of the ceiling") else self.bound_reason
+        return None if self.bound_reason.endswith("% of the ceiling") else self.bound_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +227,9 @@ def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tupl
         share = 100.0 * alpha * r["sized"] / r["timed_ns"]
         bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
         return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
+    if util > 100:
+        # Faster than the link can go: the ceiling is too low, or the durations too short.
+        return "bandwidth", f"{util:.0f}% of the ceiling: above it, so the ceiling is too low"
     bound = "latency" if util < LATENCY_UTILISATION_PCT else "bandwidth"
     return bound, f"{util:.1f}% of the ceiling"
 
