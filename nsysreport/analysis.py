@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
@@ -14,6 +15,9 @@ from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
 from nsysreport.trace_file import check_file
 from nsysreport.workers import default_jobs
+
+if TYPE_CHECKING:
+    import duckdb
 
 Progress = Callable[[str], None]
 Window = tuple[int | None, int | None]  # --timeline-range: ns after the first activity
@@ -69,11 +73,19 @@ def analyse_one(
     progress: Progress | None = None,
 ) -> Report:
     """The report of the one trace at `path`."""
+    con = load_one(path, patterns, cache, progress)
+    return build_report(con, path, top, timeline_step, timeline_range)
+
+
+def load_one(
+    path: Path, patterns: Patterns, cache: bool = False, progress: Progress | None = None
+) -> duckdb.DuckDBPyConnection:
+    """The loaded trace at `path`, ready for the report queries."""
     loading = None if progress is None else (lambda table: progress(f"loading {table}"))
     con = open_trace(path, loading, patterns, cache)
     if progress is not None:
         progress("analysing")
-    return build_report(con, path, top, timeline_step, timeline_range)
+    return con
 
 
 def open_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:

@@ -20,6 +20,7 @@ from nsysreport.gate import GateResult, evaluate
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.patterns import parse_patterns
+from nsysreport.perfetto import OPEN_HINT
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
 from nsysreport.summary import print_comparison, print_summary
 from nsysreport.workers import default_jobs
@@ -155,6 +156,14 @@ def report(
         bool,
         typer.Option("--no-align", help="Several files: keep each file's own clock."),
     ] = False,
+    perfetto: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the timeline window (the whole trace when it has at most "
+            "200,000 activities) as Perfetto/Chrome trace-event JSON, with tracks for exposed "
+            "comm, gaps, stragglers, steps and layers; the HTML links to it. One trace only."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Write an HTML report of where each GPU's time goes, and print a summary.
@@ -178,6 +187,14 @@ def report(
         )
         if json_path is not None and str(json_path) != "-":
             files.append(Output("--json", json_path))
+        href = None
+        if perfetto is not None:
+            if len(paths) > 1:
+                raise OptionError(
+                    f"--perfetto: takes one trace, not {len(paths)} files (write one per rank)"
+                )
+            files.append(Output("--perfetto", perfetto))
+            href = outputs.relative_href(perfetto, files[0].path)
         check_outputs(files, [Input("input trace", p) for p in paths])
         run = {"jobs": jobs or default_jobs(), "scheduler": scheduler, "align": not no_align}
         with _progress(quiet) as progress:
@@ -191,13 +208,18 @@ def report(
                 generated_now(),
                 progress,
                 run,
+                href,
             )
         text = made.json_text or ""
-        write_all([(f, outputs.writer(f, made.html, text, paper)) for f in files])
+        write_all(
+            [(f, outputs.writer(f, made.html, text, paper, made.perfetto_text)) for f in files]
+        )
         if str(json_path) == "-":
             sys.stdout.write(text)
         elif not quiet:
             print_summary(made.model(), [f.path for f in files])
+            if perfetto is not None:
+                typer.echo(f"Perfetto trace: {perfetto}; {OPEN_HINT}")
 
     _run(work)
 

@@ -67,12 +67,16 @@ def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]
 
 
 def render_html(
-    report: Report, generated_at: str | None = None, svg: dict[str, str] | None = None
+    report: Report,
+    generated_at: str | None = None,
+    svg: dict[str, str] | None = None,
+    perfetto_href: str | None = None,
 ) -> str:
     """The report as one HTML document: CSS inlined, charts as inline SVG, no network access.
 
     `generated_at`: the time the page states (default: now, see generated_now); `svg`: the
-    pictures, when they were drawn already.
+    pictures, when they were drawn already; `perfetto_href`: where the page links to the
+    Perfetto trace of its window (`report --perfetto`), relative to the page.
     """
     overview = report.overview
     context: dict[str, Any] = {
@@ -82,6 +86,7 @@ def render_html(
         "generated_at": generated_at or generated_now(),
         "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
         "svg": pictures(report, overview) if svg is None else svg,
+        "perfetto_href": perfetto_href,
     }
     return environment().get_template("report.html.j2").render(context)
 
