@@ -13,6 +13,7 @@ from nsysreport.model import Report, build_report
 from nsysreport.model_json import saved_json
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
+from nsysreport.perfetto import trace_json
 from nsysreport.trace_file import check_file
 from nsysreport.workers import default_jobs
 
@@ -95,3 +96,21 @@ def open_report(path: Path, patterns: Patterns | None = None, cache: bool = Fals
     if saved is not None:
         return Report.from_json(saved, path)
     return analyse(path, patterns, cache=cache)
+
+
+def write_perfetto(
+    trace: str | Path,
+    path: str | Path,
+    patterns: Patterns | None = None,
+    timeline_step: str | None = None,
+    timeline_range: Window = (None, None),
+    cache: bool = False,
+) -> Path:
+    """Write the Perfetto trace of one trace file to `path` (what `report --perfetto` writes,
+    nsysreport.perfetto) and return that path."""
+    source, target = Path(trace), Path(path)
+    con = load_one(source, patterns or Patterns(), cache)
+    report = build_report(con, source, timeline_step=timeline_step, timeline_range=timeline_range)
+    chosen = timeline_step is not None or timeline_range != (None, None)
+    target.write_text(trace_json(con, report, chosen), encoding="utf-8")
+    return target

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nsysreport import __version__, charts
 from nsysreport.compare import Comparison, summary_sentence
@@ -13,10 +13,7 @@ from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
 from nsysreport.sections.overview import Overview
-from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
-
-if TYPE_CHECKING:
-    import jinja2
+from nsysreport.template_env import environment
 
 PAPER_SIZES = ("a4", "letter")  # CSS page sizes; any letter case is accepted
 
@@ -26,25 +23,6 @@ def generated_now() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def environment() -> jinja2.Environment:
-    # Lazy: jinja2 costs 30 ms of start-up (python -X importtime), which a warm run that
-    # writes the pages it kept, or `--help`, never needs.
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(resource_dir("templates")),
-        autoescape=jinja2.select_autoescape(["html", "j2"], default_for_string=True),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(
-        ns=fmt_ns, pct=fmt_pct, bytes=fmt_bytes, count=fmt_count, short_name=short_kernel_name
-    )
-    return env
 
 
 def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]:

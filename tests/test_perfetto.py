@@ -13,7 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import jsonschema
 import pytest
 from typer.testing import CliRunner
