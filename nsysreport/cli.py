@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
 
 from nsysreport import __version__, cache_files, gate_budget, gate_output, outputs, queries
-from nsysreport.analysis import open_report
+from nsysreport.analysis import Progress, open_report
 from nsysreport.compare import as_json, compare, input_files, load_inputs
 from nsysreport.errors import NsysReportError, OptionError
 from nsysreport.gate import GateResult, evaluate
@@ -21,7 +21,9 @@ from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.patterns import parse_patterns
 from nsysreport.perfetto import OPEN_HINT
+from nsysreport.progress import terminal_progress
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
+from nsysreport.sqlite_copy import table_rows
 from nsysreport.summary import print_comparison, print_summary
 from nsysreport.workers import default_jobs
 from nsysreport.writes import Input, Output, check_outputs, write_all
@@ -197,7 +199,7 @@ def report(
             href = outputs.relative_href(perfetto, files[0].path)
         check_outputs(files, [Input("input trace", p) for p in paths])
         run = {"jobs": jobs or default_jobs(), "scheduler": scheduler, "align": not no_align}
-        with _progress(quiet) as progress:
+        with _progress(quiet, paths) as progress:
             progress("checking the trace")
             made = outputs.report_outputs(
                 paths,
@@ -468,13 +470,10 @@ def _parse_range(text: str | None) -> tuple[int | None, int | None]:
     return (int(start) if start else None, int(end) if end else None)
 
 
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr while loading and analysing, only when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty():
-        yield lambda message: None
-        return
-    from rich.console import Console  # lazy: 50 ms of start-up (python -X importtime)
-
-    with Console(stderr=True).status("nsysreport") as status:
-        yield lambda message: status.update(f"nsysreport: {message}")
+def _progress(quiet: bool, paths: Sequence[Path] = ()) -> AbstractContextManager[Progress]:
+    """The progress line on stderr, only when stderr is a terminal; for one nsys trace it
+    counts the rows of its tables as they load (read from the file's SQLite first)."""
+    totals = {}
+    if len(paths) == 1 and not quiet and sys.stderr.isatty():
+        totals = table_rows(paths[0])
+    return terminal_progress(quiet, sys.stderr, totals)
