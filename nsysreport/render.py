@@ -38,7 +38,8 @@ def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]
     if report.steps:
         svg["steps"] = charts.step_series_chart(report.steps)
     if overview.layers is not None:
-        svg["layers"] = charts.layer_chart(overview.layers.layers)
+        facts = overview.layers
+        svg["layers"] = charts.layer_chart(facts.drawn, layers_only=facts.tiny)
     if overview.gaps is not None:
         svg["gaps"] = charts.gap_histogram_chart([g.gaps for g in report.gpus])
     return svg
