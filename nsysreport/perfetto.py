@@ -56,6 +56,7 @@ class PerfettoWindow:
     start_ns: int
     end_ns: int
     basis: str  # "whole trace", or the timeline's basis ("median step", "chosen range", ...)
+    first_ns: int  # the trace's first activity start: the file's time zero
 
 
 def choose_window(
@@ -69,8 +70,8 @@ def choose_window(
     first, last, count = middle[0]["first_ns"], middle[0]["last_ns"], middle[0]["activity_count"]
     t = report.timeline
     if t is None or (not chosen and count <= WHOLE_TRACE_ACTIVITIES):
-        return PerfettoWindow(first, last, "whole trace")
-    return PerfettoWindow(t.start_ns, t.start_ns + t.window_ns, t.basis)
+        return PerfettoWindow(first, last, "whole trace", first)
+    return PerfettoWindow(t.start_ns, t.start_ns + t.window_ns, t.basis, first)
 
 
 def trace_events(
@@ -88,7 +89,7 @@ def trace_events(
     params = {"start_ns": window.start_ns, "end_ns": window.end_ns}
     activities = run_query(con, "perfetto_activity", params).to_dicts()
     spans = run_query(con, "perfetto_span", params).to_dicts()
-    first_ns = run_query(con, "activity_middle", {"activities": 1}).to_dicts()[0]["first_ns"]
+    first_ns = window.first_ns
     ranks = {(g.pid, g.device_id): g.rank for g in report.gpus}
     gpus = sorted({(r["pid"], r["device_id"]) for r in (*activities, *spans)} | set(ranks))
     gpus.sort(key=lambda gpu: (ranks.get(gpu, 1 << 30), gpu))
