@@ -15,6 +15,7 @@ from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
 from nsysreport.perfetto import trace_json
 from nsysreport.trace_file import check_file
+from nsysreport.user_facts import Facts
 from nsysreport.workers import default_jobs
 
 if TYPE_CHECKING:
@@ -35,10 +36,12 @@ def analyse(
     scheduler: str | None = None,
     align: bool = True,
     progress: Progress | None = None,
+    facts: Facts | None = None,
 ) -> Report:
     """The report of one trace, or one report over several (files, a directory of per-rank
     files, a quoted glob); nsys SQLite exports or PyTorch profiler JSON traces.
 
+    `facts`: the data path's link peaks and the model's shape, as --link-peak and --model.
     `cache`: keep the loaded tables in the user's cache directory and reuse them while the trace
     is unchanged. Several files: `jobs` worker processes (default: one per core) or a Dask
     `scheduler`; `align`: put their clocks on one time line.
@@ -47,7 +50,9 @@ def analyse(
     paths = expand_inputs([str(p) for p in named])
     patterns = patterns or Patterns()
     if len(paths) == 1:
-        return analyse_one(paths[0], patterns, top, timeline_step, timeline_range, cache, progress)
+        return analyse_one(
+            paths[0], patterns, top, timeline_step, timeline_range, cache, progress, facts
+        )
     for path in paths:
         check_file(path)  # every bad file fails before any work starts
     return build_multi_report(
@@ -61,6 +66,7 @@ def analyse(
         align=align,
         cache=cache,
         progress=progress,
+        facts=facts,
     )
 
 
@@ -72,10 +78,12 @@ def analyse_one(
     timeline_range: Window = (None, None),
     cache: bool = False,
     progress: Progress | None = None,
+    facts: Facts | None = None,
 ) -> Report:
-    """The report of the one trace at `path`."""
+    """The report of the one trace at `path`; `facts`: what the user tells of the hardware
+    and the model (--link-peak, --model)."""
     con = load_one(path, patterns, cache, progress)
-    return build_report(con, path, top, timeline_step, timeline_range)
+    return build_report(con, path, top, timeline_step, timeline_range, facts=facts)
 
 
 def load_one(

@@ -25,6 +25,7 @@ from nsysreport.progress import terminal_progress
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
 from nsysreport.sqlite_copy import table_rows
 from nsysreport.summary import print_comparison, print_summary
+from nsysreport.user_facts import Facts, parse_link_peaks, parse_model_shape
 from nsysreport.workers import default_jobs
 from nsysreport.writes import Input, Output, check_outputs, write_all
 
@@ -49,6 +50,14 @@ NO_CACHE_HELP = "Load the trace afresh, without reading or writing the cache."
 BYTES_HELP = (
     "OP=BYTES: message size of a collective op the trace does not record, for bandwidth "
     "(repeatable), e.g. AllReduce=16777216."
+)
+LINK_PEAK_HELP = (
+    "LINK=GBPS: the peak of a data-path link, GB/s per direction, over the export and the GPU "
+    "model table (repeatable; LINK: hbm, nvlink, pcie, network), e.g. network=50."
+)
+MODEL_HELP = (
+    "hidden=H,dtype=D,tokens=T: the model's shape, to set each all-reduce's expected bytes "
+    "2(TP-1)/TP x tokens x hidden x sizeof(dtype) beside the measured, e.g. hidden=8192,tokens=1."
 )
 T = TypeVar("T")
 
@@ -134,6 +143,8 @@ def report(
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
     comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
+    link_peak: Annotated[list[str] | None, typer.Option(help=LINK_PEAK_HELP)] = None,
+    model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
     timeline_step: Annotated[
         str | None,
         typer.Option(help="Step the timeline shows: its NVTX name or number (default: median)."),
@@ -182,7 +193,8 @@ def report(
         if paper.lower() not in PAPER_SIZES:
             raise OptionError(f"--paper {paper!r}: expected A4 or letter")
         paths = expand_inputs(traces)
-        options = (top, timeline_step, _parse_range(timeline_range))
+        facts = Facts(parse_link_peaks(link_peak or []), parse_model_shape(model))
+        options = (top, timeline_step, _parse_range(timeline_range), facts)
         default = output is None
         files = outputs.page_outputs(
             output or outputs.default_output(paths), pdf, "the default -o" if default else "-o"

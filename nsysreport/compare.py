@@ -15,8 +15,9 @@ from nsysreport.inputs import expand_inputs
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.sections.collectives import CollectiveReport
+from nsysreport.sections.data_path import DataPathRow
 from nsysreport.sections.layers import OUTSIDE
-from nsysreport.units import fmt_ns
+from nsysreport.units import fmt_bytes, fmt_ns, fmt_pct
 
 PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
 # Time inside CUDA graphs traced as a whole: a part of the loss split only when some
@@ -59,7 +60,8 @@ class Comparison:
     basis: str  # "steps" (NVTX steps in every config) or "span" (each GPU's whole trace window)
     throughput_unit: str
     layers: tuple[dict[str, Any], ...]  # {"layer", "exposed_comm_ns": {label: per step per GPU}}
-    collectives: tuple[dict[str, Any], ...]  # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}}
+    # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}, ...}: see _collectives
+    collectives: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]  # what could not be compared fairly, and why
 
     @property
@@ -253,20 +255,46 @@ def _layers(
 
 
 def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any], ...]:
-    """Mean latency and bus bandwidth per collective op and configuration."""
-    ops: dict[str, dict[str, dict[str, float | None]]] = {}
+    """Per collective op and configuration: mean latency, calls per GPU, bus bandwidth, and from
+    the data path its message size, bytes moved per GPU, ceiling, utilisation and bound (the
+    scaling story: bus bytes grow as 2(TP-1)/TP, latency-bound calls do not get fewer)."""
+    keys = ("mean_ns", "busbw_gbps", "calls", "mean_bytes", "bus_bytes", "peak_gbps",
+            "utilisation_pct", "bound")  # fmt: skip
+    ops: dict[str, dict[str, dict[str, Any]]] = {}
     for label, report in ordered:
         by_op: dict[str, list[CollectiveReport]] = {}
         for row in report.collectives:
             by_op.setdefault(row.op, []).append(row)
+        stages: dict[str, list[DataPathRow]] = {}
+        for stage in report.data_path:
+            if stage.kind == "collective":
+                stages.setdefault(stage.stage, []).append(stage)
         for op, rows in by_op.items():
             calls = sum(r.count for r in rows)
             bus = [r.busbw_gbps for r in rows if r.busbw_gbps is not None]
-            entry = ops.setdefault(op, {"mean_ns": {}, "busbw_gbps": {}, "calls": {}})
+            entry = ops.setdefault(op, {k: {} for k in keys})
             entry["mean_ns"][label] = sum(r.total_ns for r in rows) / calls if calls else None
             entry["busbw_gbps"][label] = statistics.fmean(bus) if bus else None
             entry["calls"][label] = calls / len(rows)
+            _stage_figures(entry, label, stages.get(op, []))
     return tuple({"op": op, **values} for op, values in sorted(ops.items()))
+
+
+def _stage_figures(entry: dict[str, dict[str, Any]], label: str, rows: list[DataPathRow]) -> None:
+    """One configuration's data-path figures of one op, over its GPUs."""
+    sized = sum(r.sized for r in rows)
+    mean = sum(r.bytes or 0 for r in rows) / sized if sized else None
+    factors = [r.busbw_gbps / r.achieved_gbps for r in rows if r.busbw_gbps and r.achieved_gbps]
+    peaks = [r.peak_gbps for r in rows if r.peak_gbps is not None]
+    utils = [r.utilisation_pct for r in rows if r.utilisation_pct is not None]
+    by_time: dict[str, int] = {}
+    for r in rows:
+        by_time[r.bound] = by_time.get(r.bound, 0) + r.time_ns
+    entry["mean_bytes"][label] = mean
+    entry["bus_bytes"][label] = mean * statistics.fmean(factors) if mean and factors else None
+    entry["peak_gbps"][label] = statistics.median(peaks) if peaks else None
+    entry["utilisation_pct"][label] = statistics.fmean(utils) if utils else None
+    entry["bound"][label] = max(by_time, key=lambda b: (by_time[b], b)) if by_time else None
 
 
 def summary_sentence(c: Comparison) -> str:
@@ -301,6 +329,37 @@ def summary_sentence(c: Comparison) -> str:
     return sentence
 
 
+def collective_sentence(c: Comparison) -> str | None:
+    """The collective op that costs the most time per GPU in the largest configuration, across
+    the configurations: calls, latency, bus bytes and bound (None without collectives)."""
+    if not c.collectives:
+        return None
+    last = max(c.configs, key=lambda x: (x.gpus, c.configs.index(x))).label
+
+    def cost(op: dict[str, Any]) -> float:
+        return float((op["mean_ns"].get(last) or 0) * (op["calls"].get(last) or 0))
+
+    op = max(c.collectives, key=cost)
+    labels = [x.label for x in c.configs if op["mean_ns"].get(x.label) is not None]
+
+    def series(key: str, fmt: Any) -> str:
+        return " → ".join(fmt(op[key].get(label)) for label in labels)
+
+    calls = {round(op["calls"][label]) for label in labels}
+    count = (
+        f"{calls.pop()} calls per GPU in every configuration"
+        if len(calls) == 1
+        else f"{series('calls', lambda v: f'{v:.0f}')} calls per GPU"
+    )
+    bounds = {op["bound"].get(label) for label in labels}
+    bound = f"{bounds.pop()}-bound throughout" if len(bounds) == 1 else series("bound", str)
+    return (
+        f"{op['op']} ({', '.join(labels)}): {count}; {series('mean_ns', fmt_ns)} per call; "
+        f"bus bytes per GPU {series('bus_bytes', fmt_bytes)}; "
+        f"{series('utilisation_pct', fmt_pct)} of the link's ceiling; {bound}."
+    )
+
+
 def as_json(c: Comparison) -> dict[str, Any]:
     """The comparison as the JSON contract of issue 5 (schema_version 1)."""
     return {
@@ -313,4 +372,5 @@ def as_json(c: Comparison) -> dict[str, Any]:
         "collectives": list(c.collectives),
         "notes": list(c.notes),
         "summary": summary_sentence(c),
+        "collectives_summary": collective_sentence(c),
     }

@@ -78,8 +78,8 @@ def load_into(
         copy_kineto(con, path)
     else:
         copy_tables(con, path, schema, progress, patterns.role_pattern())
-    # Which tables the file has, for what the report can say about the capture (GPU metrics
-    # are sampled into tables the analysis does not load).
+    # Which tables the file has, for what the report can say about the capture (whether it has
+    # GPU metric tables, usable samples or not).
     run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})
     if progress:
         progress("deriving timelines")

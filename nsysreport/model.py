@@ -26,7 +26,19 @@ from nsysreport.sections.collectives import (
     build_stragglers,
     stragglers_of,
 )
+from nsysreport.sections.data_path import (
+    DataPathRow,
+    NarrowestStage,
+    TpStructure,
+    build_data_path,
+    build_tp_structure,
+    hardware,
+    narrowest,
+    stage_rows,
+    tp_rows,
+)
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
+from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, across_gpus, build_layers
 from nsysreport.sections.overview import Overview, build_overview
@@ -40,6 +52,7 @@ from nsysreport.sections.quality import (
 from nsysreport.sections.steps import StepReport, StepShare, StepStats, build_steps, step_shares
 from nsysreport.sections.timeline import Timeline, build_timeline
 from nsysreport.sections.verdict import Bottleneck, bottleneck
+from nsysreport.user_facts import Facts
 
 if TYPE_CHECKING:
     import duckdb
@@ -91,6 +104,10 @@ class Report:
     clocks: tuple[FileClock, ...] = ()  # several files: how each file's clock was aligned
     capture: Capture | None = None  # what the capture recorded and what it lacks
     quality: DataQuality = NO_NOTES  # rows skipped and rows kept with a caveat, by file
+    data_path: tuple[DataPathRow, ...] = ()  # per GPU and stage: bandwidth against its ceiling
+    tp_structure: tuple[TpStructure, ...] = ()  # per GPU and op: calls per layer, bytes
+    gpu_metrics: tuple[GpuMetric, ...] = ()  # sampled counters per GPU and family; () if none
+    gpu_metrics_ignored: tuple[IgnoredGpuMetric, ...] = ()  # counters sampled but not shown
 
     @property
     def median_step_ns(self) -> float | None:
@@ -107,6 +124,11 @@ class Report:
         """`part` of the time breakdown ("exposed comm") as % of step time, per GPU over its
         steps (the median step's share, what `gate` judges; not the whole trace's share)."""
         return step_shares(self.steps, part)
+
+    @property
+    def narrowest_stage(self) -> NarrowestStage | None:
+        """The data-path stage with the most exposed time over all GPUs (None: none is)."""
+        return narrowest(self.data_path, sum(g.span_ns for g in self.gpus), self.gpu_metrics)
 
     @property
     def overview(self) -> Overview:
@@ -146,6 +168,8 @@ class Report:
                 ("bottleneck", Bottleneck),
                 ("ranks", tuple[RankInfo, ...]),
                 ("capture", Capture | None),
+                ("data_path", tuple[DataPathRow, ...]),
+                ("tp_structure", tuple[TpStructure, ...]),
             )
         }
         kernels = r.field(data, "", "top_kernels", tuple[dict[str, Any], ...]) or ()
@@ -167,6 +191,14 @@ class Report:
             for i, row in enumerate(rows)
         )
         notes = r.field(data, "", "data_quality", tuple[str, ...])
+        # Absent from reports written before the GPU metrics section: none then.
+        gpu_metrics: dict[str, Any] = {
+            key: r.field(data, "", key, hint) if key in data else ()
+            for key, hint in (
+                ("gpu_metrics", tuple[GpuMetric, ...]),
+                ("gpu_metrics_ignored", tuple[IgnoredGpuMetric, ...]),
+            )
+        }
         r.done()
         traces, layers = fields["traces"], fields["layers"]
         file = Path(traces[0].path).name if len(traces) == 1 else None
@@ -177,6 +209,7 @@ class Report:
             top_kernels=top_kernels,
             clocks=clocks,
             quality=_quality(skipped, notes, file, r),
+            **gpu_metrics,
         )
 
 
@@ -210,6 +243,7 @@ def build_report(
     timeline_step: str | None = None,
     timeline_range: tuple[int | None, int | None] = (None, None),
     partial: bool = False,
+    facts: Facts | None = None,
 ) -> Report:
     """Run the report queries on a loaded trace and assemble the model.
 
@@ -228,8 +262,13 @@ def build_report(
     layers, layers_across = build_layers(con, file, ranks)
     stragglers = build_stragglers(con, file, ranks)
     collectives = build_collectives(con, file, ranks)
+    facts = facts or Facts()
+    hw = {(file, pid, dev): h for (pid, dev), h in hardware(con).items()}
+    data_path = build_data_path(stage_rows(con, file, ranks), collectives, hw, facts.link_peaks)
+    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, facts.model)
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
+    gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -245,6 +284,10 @@ def build_report(
         timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
         capture=capture,
         quality=build_quality(con, file),
+        data_path=data_path,
+        tp_structure=tp,
+        gpu_metrics=gpu_metrics,
+        gpu_metrics_ignored=gpu_metrics_ignored,
     )
 
 
@@ -270,6 +313,7 @@ def as_json(report: Report) -> dict[str, Any]:
         row["class"] = row.pop("kernel_class")
         kernels.append(row)
     s = report.stragglers
+    narrow = report.narrowest_stage
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "tool_version": report.tool_version,
@@ -294,6 +338,11 @@ def as_json(report: Report) -> dict[str, Any]:
             {k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped
         ],
         "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
+        "data_path": [plain(x) for x in report.data_path],
+        "data_path_verdict": None if narrow is None else plain(narrow),
+        "tp_structure": [plain(x) for x in report.tp_structure],
+        "gpu_metrics": [plain(m) for m in report.gpu_metrics],
+        "gpu_metrics_ignored": [plain(m) for m in report.gpu_metrics_ignored],
     }
 
 

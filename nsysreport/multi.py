@@ -13,7 +13,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,9 @@ from nsysreport.queries import run_query
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
+from nsysreport.sections.data_path import regroup_rows
+from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.gpu_metrics import GpuMetric, metric_order
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import across_gpus
 from nsysreport.sections.quality import merge_quality
@@ -39,6 +42,7 @@ from nsysreport.sections.timeline import (
     choose_window,
 )
 from nsysreport.sections.verdict import bottleneck
+from nsysreport.user_facts import Facts
 from nsysreport.workers import Workers
 
 if TYPE_CHECKING:
@@ -60,6 +64,7 @@ class FileJob:
     top: int
     cache_home: str | None
     timeline_default: bool  # no --timeline-step/--timeline-range: the middle window may be drawn
+    facts: Facts = field(default_factory=Facts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +84,7 @@ class FilePart:
 def analyse_file(job: FileJob) -> FilePart:
     """The worker's job: load (or reuse the cache of) one file and analyse it alone."""
     con = _open(job)
-    report = build_report(con, Path(job.path), job.top, partial=True)
+    report = build_report(con, Path(job.path), job.top, partial=True, facts=job.facts)
     session = con.execute(
         "SELECT utcEpochNs, systemClockNs FROM TARGET_INFO_SESSION_START_TIME LIMIT 1"
     ).fetchone()
@@ -141,14 +146,16 @@ def build_multi_report(
     align: bool = True,
     cache: bool = True,
     progress: Callable[[str], None] | None = None,
+    facts: Facts | None = None,
 ) -> Report:
     """One report over every GPU of every file, on the reference file's clock."""
+    facts = facts or Facts()
     names = _labels(paths)
     default = timeline_step is None and timeline_range == (None, None)
     with tempfile.TemporaryDirectory(prefix="nsysreport-") as private:
         home = None if cache else private
         jobs_ = [
-            FileJob(str(p), n, patterns, top, home, default)
+            FileJob(str(p), n, patterns, top, home, default, facts)
             for p, n in zip(paths, names, strict=True)
         ]
         with Workers(jobs, scheduler, len(jobs_)) as workers:
@@ -168,7 +175,7 @@ def build_multi_report(
                 [p.instances for p in parts],
                 refine=align,
             )
-            merged = merge(parts, clocks, ranks, top)
+            merged = merge(parts, clocks, ranks, top, facts)
 
             def fetch(tasks: list[tuple[FileJob, int, int, int]]) -> list[list[dict[str, Any]]]:
                 return workers.map(timeline_rows, tasks)
@@ -194,10 +201,13 @@ def merge(
     clocks: Sequence[FileClock],
     ranks: dict[GpuKey, tuple[int, str]],
     top: int,
+    facts: Facts | None = None,
 ) -> Report:
     """The files' reports as one: GPUs renumbered, times on the reference clock, and every
     cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh."""
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
+    paths, tps = [], []
+    gpu_metrics: list[GpuMetric] = []
     for part, clock in zip(parts, clocks, strict=True):
         r, off = part.report, clock.offset_ns
 
@@ -240,6 +250,11 @@ def merge(
         collectives += [
             replace(c, file=part.name, rank=rank(c.pid, c.device_id)) for c in r.collectives
         ]
+        paths += [replace(x, file=part.name, rank=rank(x.pid, x.device_id)) for x in r.data_path]
+        tps += [replace(x, file=part.name, rank=rank(x.pid, x.device_id)) for x in r.tp_structure]
+        gpu_metrics += [
+            replace(m, file=part.name, rank=rank(m.pid, m.device_id)) for m in r.gpu_metrics
+        ]
 
     def order(x: Any) -> tuple[int, str, int, int]:
         return (x.rank, x.file, x.pid, x.device_id)
@@ -248,6 +263,10 @@ def merge(
     steps.sort(key=lambda s: (*order(s), s.ordinal))
     stats.sort(key=order)
     collectives = regroup(collectives)  # a collective's group spans the files
+    facts = facts or Facts()
+    data_path, tp = regroup_rows(
+        paths, tps, collectives, _hosts_per_op(gpus, collectives), facts.link_peaks, facts.model
+    )
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
@@ -273,7 +292,24 @@ def merge(
             kineto=all(p.kineto for p in parts),
         ),
         quality=merge_quality((p.name, p.report.quality) for p in parts),
+        data_path=data_path,
+        tp_structure=tp,
+        gpu_metrics=tuple(sorted(gpu_metrics, key=metric_order)),
+        gpu_metrics_ignored=tuple(
+            replace(i, file=p.name) for p in parts for i in p.report.gpu_metrics_ignored
+        ),
     )
+
+
+def _hosts_per_op(gpus: Sequence[GpuReport], collectives: Sequence[Any]) -> dict[str, int]:
+    """Per collective op, how many hosts its GPUs are on (above 1: it rides the network)."""
+    host = {(g.file, g.pid, g.device_id): g.host for g in gpus}
+    seen: dict[str, set[str]] = {}
+    for c in collectives:
+        h = host.get((c.file, c.pid, c.device_id))
+        if h:
+            seen.setdefault(c.op, set()).add(h)
+    return {op: len(hosts) for op, hosts in seen.items()}
 
 
 def _stragglers(

@@ -14,18 +14,6 @@ if TYPE_CHECKING:
 
     from nsysreport.model import Report
 
-# The report JSON's keys that hold a list of rows.
-LIST_SECTIONS = (
-    "gpus",
-    "steps",
-    "step_stats",
-    "layers",
-    "collectives",
-    "top_kernels",
-    "ranks",
-    "skipped",
-)
-
 
 def report_html(report: Report) -> str:
     """The verdict, the key numbers and the per-GPU table, as an HTML fragment."""
@@ -40,18 +28,24 @@ def report_html(report: Report) -> str:
 def report_frames(
     data: Mapping[str, Any], layers_across: Sequence[dict[str, Any]]
 ) -> dict[str, pl.DataFrame]:
-    """The list sections of a report's JSON (`data`, model.as_json) as DataFrames whose
-    columns are the JSON's keys (nested objects become struct columns), plus `stragglers`
-    (the per-GPU straggler rows) and `layers_across` (each layer over all GPUs, which the JSON
-    leaves out). A section without rows is an empty frame."""
+    """Every list in a report's JSON (`data`, model.as_json: gpus, steps, layers, collectives,
+    top_kernels, ...) as a DataFrame whose columns are the JSON's keys (nested objects become
+    struct columns; a list of plain values is one column named as the list), plus
+    `stragglers` (the per-GPU straggler rows) and `layers_across` (each layer over all GPUs,
+    which the JSON leaves out). A list without rows is an empty frame."""
     import polars as pl  # lazy: 0.2 s of start-up (python -X importtime) for a notebook only
 
-    sections: dict[str, Sequence[dict[str, Any]]] = {name: data[name] for name in LIST_SECTIONS}
+    sections: dict[str, Sequence[Any]] = {k: v for k, v in data.items() if isinstance(v, list)}
     sections["stragglers"] = data["stragglers"]["gpus"]
     sections["layers_across"] = layers_across
-    # A whole column is read before its type is chosen: a median can be an int on one row and
-    # a float on the next.
-    return {
-        name: pl.DataFrame(list(rows), infer_schema_length=None) if rows else pl.DataFrame()
-        for name, rows in sections.items()
-    }
+    frames = {}
+    for name, rows in sections.items():
+        if not rows:
+            frames[name] = pl.DataFrame()
+        elif all(isinstance(row, dict) for row in rows):
+            # A whole column is read before its type is chosen: a median can be an int on one
+            # row and a float on the next.
+            frames[name] = pl.DataFrame(list(rows), infer_schema_length=None)
+        else:
+            frames[name] = pl.DataFrame({name: list(rows)}, strict=False)
+    return frames

@@ -18,9 +18,11 @@ from nsysreport.analysis import Progress, Window, analyse, load_one
 from nsysreport.cache import cached_report
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
+from nsysreport.user_facts import Facts
 from nsysreport.writes import Output, Writer
 
-ModelOptions = tuple[int, str | None, Window]  # top, timeline step, timeline window
+# top, timeline step, timeline window, the user's facts (--link-peak, --model)
+ModelOptions = tuple[int, str | None, Window, Facts]
 # Stands for the generation time in a cached page: the one thing that differs between runs.
 GENERATED_AT = "@@nsysreport-generated-at@@"
 # Stands for the Perfetto file's link in a cached page: the same page serves any --perfetto path.
@@ -81,13 +83,12 @@ def one_trace(
 ) -> Outputs:
     """A report of one trace. With the cache, a rerun on the unchanged trace with the same
     options writes the pages it kept: no query, no drawing, no JSON encoding."""
-    top, step, window = model_options
+    top, step, window, facts = model_options
     chosen = step is not None or window != (None, None)  # the user picked the timeline window
 
     def build() -> Report:
-        return model.build_report(
-            load_one(path, patterns, cache, progress), path, top, step, window
-        )
+        con = load_one(path, patterns, cache, progress)
+        return model.build_report(con, path, top, step, window, facts=facts)
 
     def trace_file(report: Report) -> str:
         # With the cache the loaded trace opens from its cache file, without loading again.
@@ -97,7 +98,7 @@ def one_trace(
 
     if not cache:
         con = load_one(path, patterns, False, progress)
-        report = model.build_report(con, path, top, step, window)
+        report = model.build_report(con, path, top, step, window, facts=facts)
         made = _rendered(report, want_json, generated_at, progress, perfetto_href)
         if perfetto_href is None:
             return made
@@ -136,8 +137,10 @@ def several_traces(
     run_options: dict[str, Any],
 ) -> Outputs:
     """One report over several traces (nsysreport.multi); `run_options`: jobs, scheduler, align."""
-    top, step, window = model_options
-    report = analyse(paths, patterns, top, step, window, cache, progress=progress, **run_options)
+    top, step, window, facts = model_options
+    report = analyse(
+        paths, patterns, top, step, window, cache, progress=progress, facts=facts, **run_options
+    )
     return _rendered(report, want_json, generated_at, progress)
 
 

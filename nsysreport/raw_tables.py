@@ -104,7 +104,11 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("int64Value", "BIGINT", False),
     ),
     "StringIds": (("id", "BIGINT", True), ("value", "VARCHAR", True)),
-    "TARGET_INFO_GPU": (("id", "BIGINT", True), ("name", "VARCHAR", False)),
+    "TARGET_INFO_GPU": (
+        ("id", "BIGINT", True),
+        ("name", "VARCHAR", False),
+        ("memoryBandwidth", "BIGINT", False),  # the HBM peak, bytes/s (docs/export-format.md)
+    ),
     "TARGET_INFO_SYSTEM_ENV": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
     "TARGET_INFO_SESSION_START_TIME": (
         ("utcEpochNs", "BIGINT", False),
@@ -125,6 +129,23 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("label", "VARCHAR", False),
     ),
     "MPI_RANKS": (("globalTid", "BIGINT", True), ("rank", "BIGINT", True)),
+    # GPU metric samples (nsys profile --gpu-metrics-devices): one row per sample of one
+    # counter of one GPU; TARGET_INFO_GPU_METRICS names the counters (docs/export-format.md).
+    # No column is required: a layout this tool does not know leaves the section empty rather
+    # than rejecting a trace whose other tables it reads.
+    "GPU_METRICS": (
+        ("timestamp", "BIGINT", False),
+        ("typeId", "BIGINT", False),
+        ("metricId", "BIGINT", False),
+        ("value", "BIGINT", False),
+    ),
+    "TARGET_INFO_GPU_METRICS": (
+        ("typeId", "BIGINT", False),
+        ("sourceId", "BIGINT", False),
+        ("typeName", "VARCHAR", False),
+        ("metricId", "BIGINT", False),
+        ("metricName", "VARCHAR", False),
+    ),
 }
 GPU_TABLES = (
     "CUPTI_ACTIVITY_KIND_KERNEL",

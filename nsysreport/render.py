@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport import __version__, charts
-from nsysreport.compare import Comparison, summary_sentence
+from nsysreport.compare import Comparison, collective_sentence, summary_sentence
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
+from nsysreport.sections.data_path import bound_rule
 from nsysreport.sections.overview import Overview
 from nsysreport.template_env import environment
 
@@ -66,6 +67,7 @@ def render_html(
         "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
         "svg": pictures(report, overview) if svg is None else svg,
         "perfetto_href": perfetto_href,
+        "data_path_rule": bound_rule(),
     }
     return environment().get_template("report.html.j2").render(context)
 
@@ -75,6 +77,7 @@ def render_compare_html(comparison: Comparison, generated_at: str | None = None)
     context: dict[str, Any] = {
         "c": comparison,
         "summary": summary_sentence(comparison),
+        "collectives_summary": collective_sentence(comparison),
         "generated_at": generated_at or generated_now(),
         "tool_version": __version__,
         "part_colours": charts.part_colours(comparison.graph_part),

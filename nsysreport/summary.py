@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysreport.compare import Comparison, summary_sentence
+from nsysreport.compare import Comparison, collective_sentence, summary_sentence
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS
+from nsysreport.sections.gpu_metrics import summary_line as gpu_metrics_line
 from nsysreport.sections.verdict import RECAPTURE
 from nsysreport.units import fmt_count, fmt_ns, fmt_pct
 
@@ -74,6 +75,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             f"Capture: {lacks} (the report's Capture section says how to record them)",
             soft_wrap=True,
         )
+    metrics = gpu_metrics_line(report.gpu_metrics)
+    if metrics is not None:
+        console.print(metrics, soft_wrap=True)
     layers = [layer for layer in report.layers_across if layer.exposed_comm_mean_ns > 0][:3]
     if layers:
         console.print("Layers with the most exposed communication (mean per GPU):")
@@ -85,6 +89,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             )
     # Paths and the verdict are never wrapped: scripts grep them and terminals wrap anyway.
     console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
+    narrow = report.narrowest_stage
+    if narrow is not None:
+        console.print(f"[bold]Data path:[/] {narrow.summary}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
 
@@ -137,6 +144,9 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
         )
     console.print(table)
     console.print(f"[bold]Scaling:[/] {summary_sentence(c)}", soft_wrap=True)
+    collectives = collective_sentence(c)
+    if collectives is not None:
+        console.print(f"[bold]Collectives:[/] {collectives}", soft_wrap=True)
     for note in c.notes:
         console.print(f"Note: {note}", soft_wrap=True)
     for path in written:

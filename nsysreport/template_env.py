@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from nsysreport.queries import resource_dir
-from nsysreport.units import fmt_bytes, fmt_count, fmt_ns, fmt_pct, short_kernel_name
+from nsysreport.sections.gpu_metrics import tables as gpu_metric_tables
+from nsysreport.units import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct, short_kernel_name
 
 if TYPE_CHECKING:
     import jinja2
@@ -25,6 +26,12 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(
-        ns=fmt_ns, pct=fmt_pct, bytes=fmt_bytes, count=fmt_count, short_name=short_kernel_name
+        ns=fmt_ns,
+        pct=fmt_pct,
+        bytes=fmt_bytes,
+        count=fmt_count,
+        gbps=fmt_gbps,
+        short_name=short_kernel_name,
     )
+    env.filters["gpu_metric_tables"] = gpu_metric_tables
     return env

@@ -32,6 +32,11 @@ def fmt_bytes(n: float | None) -> str:
     return f"{n:.0f} B"
 
 
+def fmt_gbps(value: float | None) -> str:
+    """A bandwidth in GB/s with three significant digits: 0.299 GB/s, 19.7 GB/s, 422 GB/s."""
+    return "–" if value is None else f"{value:.3g} GB/s"
+
+
 def fmt_count(n: int | None) -> str:
     return "–" if n is None else f"{n:,}"
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nsysreport.cli import app
-from nsysreport.compare import compare, load_inputs
+from nsysreport.compare import collective_sentence, compare, load_inputs
 from nsysreport.patterns import Patterns
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
@@ -187,6 +187,23 @@ def test_pcie_decode_gets_slower_from_tp4_to_tp8_and_nvlink_decode_does_not() ->
     pcie, nvlink = steps("pcie"), steps("nvlink")
     assert pcie["tp8"] > pcie["tp4"] < pcie["tp2"]
     assert nvlink["tp8"] < nvlink["tp4"] < nvlink["tp2"]
+
+
+def test_across_tp_degrees_bus_bytes_grow_and_latency_bound_calls_do_not_shrink() -> None:
+    files = [str(SAMPLES / f"llama70b_decode_tp{n}_pcie.sqlite") for n in (2, 4, 8)]
+    c = compare(load_inputs(files, Patterns()))
+    ar = next(op for op in c.collectives if op["op"] == "AllReduce")
+    # 16 KiB messages (1 token x 8192 x bf16); each GPU moves 2(TP-1)/TP of them.
+    assert ar["mean_bytes"] == {"tp2": 16_384, "tp4": 16_384, "tp8": 16_384}
+    assert ar["bus_bytes"] == pytest.approx({"tp2": 16_384, "tp4": 24_576, "tp8": 28_672})
+    assert ar["calls"] == {"tp2": 68, "tp4": 68, "tp8": 68}
+    assert ar["bound"] == {"tp2": "latency", "tp4": "latency", "tp8": "latency"}
+    assert ar["peak_gbps"] == {"tp2": 20.0, "tp4": 20.0, "tp8": 20.0}
+    assert ar["mean_ns"]["tp2"] < ar["mean_ns"]["tp4"] < ar["mean_ns"]["tp8"]
+    sentence = collective_sentence(c)
+    assert sentence is not None
+    assert sentence.startswith("AllReduce (tp2, tp4, tp8): 68 calls per GPU in every config")
+    assert "latency-bound throughout" in sentence
 
 
 def test_pytorch_profiler_json_traces_are_compared_as_traces_and_nan_is_refused(

@@ -15,7 +15,7 @@ from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json, build_report
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
-from nsysreport.synth import Kernel, Scenario, write_trace
+from nsysreport.synth import GpuMetricSample, Kernel, Scenario, write_trace
 from nsysreport.synth.rank_files import write_rank_files
 from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 
@@ -63,7 +63,8 @@ def fields(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 def _odd_trace(folder: Path) -> Path:
     """Two GPUs that ran different numbers of all-reduces (unmatched across GPUs), a kernel that
-    ends before it starts (kept, with a note) and an exact copy of a row (skipped)."""
+    ends before it starts (kept, with a note), an exact copy of a row (skipped) and GPU metric
+    samples."""
     kernels = [
         Kernel(1_000, 2_000, GEMM, device=0, pid=100),
         Kernel(2_000, 3_000, NCCL, device=0, pid=100),
@@ -72,7 +73,16 @@ def _odd_trace(folder: Path) -> Path:
         Kernel(1_000, 2_500, GEMM, device=1, pid=101),
         Kernel(2_500, 3_000, NCCL, device=1, pid=101),
     ]
-    path = write_trace(Scenario(kernels=kernels), folder / "odd.sqlite")
+    # GPU metric samples: a family counter on both GPUs, one in no family, one on a GPU
+    # without activity (device 2).
+    dram, clock = "DRAM Read Bandwidth [Throughput %]", "GPC Clock Frequency [MHz]"
+    metrics = [
+        GpuMetricSample(t, name, value, device)
+        for device in (0, 1, 2)
+        for name in (dram, clock)
+        for t, value in ((0, 10), (2_500, 30), (5_000, 50))
+    ]
+    path = write_trace(Scenario(kernels=kernels, gpu_metrics=metrics), folder / "odd.sqlite")
     with sqlite3.connect(path) as con:
         table = "CUPTI_ACTIVITY_KIND_KERNEL"
         con.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE start = 1000")

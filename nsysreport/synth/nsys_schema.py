@@ -135,6 +135,15 @@ _GPU = _columns(
     "maxGridDimY INTEGER, maxGridDimZ INTEGER, computeMajor INTEGER, computeMinor INTEGER,"
     "smMajor INTEGER, smMinor INTEGER"
 )
+# GPU metric sampling (nsys profile --gpu-metrics-devices), as public readers of real exports
+# show them (docs/export-format.md); placed after TARGET_INFO_GPU, their real position unknown.
+GPU_METRICS = _columns(
+    "timestamp INTEGER, typeId INTEGER NOT NULL, metricId INTEGER NOT NULL,value INTEGER NOT NULL"
+)
+TARGET_INFO_GPU_METRICS = _columns(
+    "typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL, typeName TEXT NOT NULL,"
+    "metricId INTEGER NOT NULL, metricName TEXT NOT NULL"
+)
 _CUDA_DEVICE = _columns(
     "gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL, uuid TEXT,"
     "numMultiprocessors INTEGER"
@@ -261,6 +270,8 @@ VERSIONS: dict[str, VersionProfile] = {
                 "NVTX_EVENTS": NVTX,
                 "ThreadNames": _THREAD_NAMES,
                 "TARGET_INFO_GPU": _GPU,
+                "TARGET_INFO_GPU_METRICS": TARGET_INFO_GPU_METRICS,
+                "GPU_METRICS": GPU_METRICS,
                 "TARGET_INFO_CUDA_DEVICE": _CUDA_DEVICE,
                 "ENUM_NSYS_EVENT_TYPE": _ENUM,
                 "ENUM_CUDA_MEMCPY_OPER": _ENUM,
@@ -294,6 +305,8 @@ VERSIONS: dict[str, VersionProfile] = {
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
                 "ThreadNames": _THREAD_NAMES,
                 "TARGET_INFO_GPU": _GPU,
+                "TARGET_INFO_GPU_METRICS": TARGET_INFO_GPU_METRICS,
+                "GPU_METRICS": GPU_METRICS,
                 "ENUM_NSYS_EVENT_TYPE": _ENUM,
                 "ENUM_CUDA_MEMCPY_OPER": _ENUM,
                 "META_DATA_CAPTURE": _NAME_VALUE,

@@ -155,6 +155,24 @@ class Gpu:
     device: int
     name: str = "NVIDIA H100 80GB HBM3"
     pid: int | None = None
+    memory_bandwidth: int = 3_352_320_000_000  # bytes/s, as nsys writes an H100 SXM's
+
+
+@dataclass(frozen=True, slots=True)
+class GpuMetricSample:
+    """One GPU metric sample (nsys --gpu-metrics-devices): the counter `metric` (its name as
+    nsys writes it, unit included) of GPU `device` read `value` at `timestamp`, its average
+    since the counter's previous sample."""
+
+    timestamp: int
+    metric: str
+    value: int
+    device: int = 0
+
+
+# The bits of a GPU metric typeId above the GPU's id (its low byte): what real exports hold
+# there is not known, so the writer puts a constant that readers must mask off.
+GPU_METRIC_TYPE_BASE = 0x10000
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +187,7 @@ class Scenario:
     graph_nodes: Iterable[GraphNode] = ()
     nvtx: Iterable[NvtxRange] = ()
     gpus: Sequence[Gpu] = ()
+    gpu_metrics: Iterable[GpuMetricSample] = ()
     host: str = "synth-host"
     backtrace_duplicates: bool = False
     metadata: Mapping[str, str] = field(default_factory=dict)
@@ -412,6 +431,14 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
         rows["ThreadNames"] = [(name_id, 20, GLOBAL_VID | p << 24 | t) for p, t in tids]
     if gpus:
         rows["TARGET_INFO_GPU"] = [_gpu_row(g) for g in gpus]
+    samples = sorted(scenario.gpu_metrics, key=lambda m: (m.timestamp, m.device, m.metric))
+    if samples:
+        if "GPU_METRICS" not in profile.tables:
+            raise ValueError(
+                f"the GPU metrics layout of nsys {profile.nsys_version} exports is not known: "
+                "write GPU metric samples with a 2024.5 or 2026.2 profile"
+            )
+        rows["TARGET_INFO_GPU_METRICS"], rows["GPU_METRICS"] = _gpu_metric_rows(samples)
     if "TARGET_INFO_CUDA_DEVICE" in profile.tables and any(g.pid is not None for g in gpus):
         rows["TARGET_INFO_CUDA_DEVICE"] = _cuda_device_rows(gpus)
     if profile.event_types:
@@ -620,6 +647,24 @@ def _nvtx_rows(ranges: list[NvtxRange], strings: dict[str, int]) -> Iterator[Row
         )  # fmt: skip
 
 
+def _gpu_metric_rows(samples: Sequence[GpuMetricSample]) -> tuple[list[Row], list[Row]]:
+    """TARGET_INFO_GPU_METRICS (one row per GPU and counter, metric ids numbered per GPU in
+    order of first sample) and GPU_METRICS (one row per sample, in time order)."""
+    ids: dict[tuple[int, str], int] = {}
+    for m in samples:
+        per_gpu = sum(1 for device, _ in ids if device == m.device)
+        ids.setdefault((m.device, m.metric), per_gpu)
+    info = [
+        (GPU_METRIC_TYPE_BASE | device, device, f"GPU {device}", metric_id, metric)
+        for (device, metric), metric_id in sorted(ids.items(), key=lambda kv: (kv[0][0], kv[1]))
+    ]
+    values = [
+        (m.timestamp, GPU_METRIC_TYPE_BASE | m.device, ids[(m.device, m.metric)], m.value)
+        for m in samples
+    ]
+    return info, values
+
+
 def _cuda_device_rows(gpus: Sequence[Gpu]) -> list[Row]:
     # Each process numbers the GPUs it sees from 0 (one GPU per rank: CUDA device 0).
     seen: dict[int, int] = {}
@@ -636,10 +681,11 @@ def _gpu_uuid(device: int) -> str:
 
 
 def _gpu_row(g: Gpu) -> Row:
-    # Whatever the name, the properties are an H100 SXM's (the rows only need to be plausible).
+    # Whatever the name, the properties but the HBM rate are an H100 SXM's (the rows only need
+    # to be plausible).
     return (
         GLOBAL_VID, g.device, g.name, f"0000:{0x18 + g.device:02x}:00.0", 1, 52428800,
-        85029158912, 3352320000000, 1980000000, 132, 0, _gpu_uuid(g.device), 0, "GH100",
+        85029158912, g.memory_bandwidth, 1980000000, 132, 0, _gpu_uuid(g.device), 0, "GH100",
         g.device, None, None, 161, 0, 65536, 4, 65536, 49152, 232448, 233472, 65536, 32, 3, 64,
         32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, 9, 0, 9, 0,
     )  # fmt: skip

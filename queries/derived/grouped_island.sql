@@ -1,11 +1,13 @@
 -- grouped_island: unions of activity intervals per GPU and group (layer or collective op), as
 -- disjoint pieces, with the part of each comm or copy piece nothing else on the GPU covers
 --
--- Materialised (CREATE TABLE) when the trace is opened: layers and collectives both read it.
+-- Materialised (CREATE TABLE) when the trace is opened: layers, collectives and the data path
+-- read it.
 --
 -- Groupings: `layer` (parts compute, gemm, comm: the kernels launched inside that layer, and
--- memcpy: its copies and memsets; the rest under `(outside layers)`) and `op` (part comm: the
--- kernels of one collective op).
+-- memcpy: its copies and memsets; the rest under `(outside layers)`), `op` (part comm: the
+-- kernels of one collective op) and `copy` (part memcpy: the copies of one data-path stage,
+-- memcpy's `stage`: h2d, d2h, d2d, p2p, memset, ...).
 -- In start order, each interval adds to its group's union only what reaches past every earlier
 -- interval of the group: [max(start, reach so far), end), when not empty. Those pieces are
 -- disjoint and together make the union, so sums of duration_ns are union lengths (one window
@@ -14,13 +16,13 @@
 -- launched it: a running total of that time over gpu_segment gives the covered time before
 -- any instant with one ASOF lookup, so a piece's covered time is a difference.
 --
--- Reads: activity, activity_range, collective, gpu_segment, kernel
+-- Reads: activity, activity_range, collective, gpu_segment, kernel, memcpy
 --
 -- Columns:
 --   pid           BIGINT    process id
 --   device_id     BIGINT    nsys GPU id
---   grouping      VARCHAR   layer or op
---   group_key     VARCHAR   layer label, or collective op
+--   grouping      VARCHAR   layer, op or copy
+--   group_key     VARCHAR   layer label, collective op, or copy stage
 --   part          VARCHAR   compute, gemm, comm or memcpy
 --   start_ns      BIGINT    piece start
 --   end_ns        BIGINT    piece end
@@ -56,6 +58,9 @@ members AS (
     LEFT JOIN activity_range AS ar
         ON ar.source = a.source AND ar.activity_id = a.activity_id AND ar.role = 'layer'
     WHERE a.class = 'memcpy' AND a.end_ns > a.start_ns
+    UNION ALL
+    SELECT pid, device_id, 'copy', stage, 'memcpy', start_ns, end_ns
+    FROM memcpy WHERE end_ns > start_ns
 ),
 groups AS (
     -- Integer ids for the groups: the sorts below then compare numbers, not layer names.

@@ -5,7 +5,7 @@
 -- reason; the skipped_row view reports them. nvtx_unloaded: NVTX ranges left in the file
 -- because they can play no role (nvtx_roleless), counted for the Capture section.
 -- source_table: every table and view of the trace file, for what the report can say about
--- the capture (GPU metrics are sampled into tables the analysis does not load).
+-- the capture (whether it has GPU metric tables, usable samples or not).
 --
 -- Writes: load_skipped, nvtx_unloaded, source_table
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);

@@ -6,8 +6,8 @@
 -- (a window that starts after their launch: nsys --capture-range, or an export sliced in
 -- time); `open_ranges` counts NVTX push/pop or start/end ranges that never end in the trace
 -- (cut by the window's end). GPU metric samples (nsys profile --gpu-metrics-devices) are in
--- GPU_METRICS, described by TARGET_INFO_GPU_METRICS; the analysis does not load them, so the
--- file's table list (source_table) tells whether they were recorded.
+-- GPU_METRICS, described by TARGET_INFO_GPU_METRICS; the file's table list (source_table) tells
+-- whether they were recorded, even when no sample is usable (gpu_metric_summary reads them).
 --
 -- Reads: NVTX_EVENTS, activity, collective, graph_node_origin, kernel, launch, nvtx_range,
 --   nvtx_role_range, nvtx_unloaded, source_table

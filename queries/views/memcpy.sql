@@ -4,7 +4,10 @@
 -- labels come from ENUM_CUDA_MEMCPY_OPER when the export has it (schema 3.x), else from the
 -- same fixed list (schema 2.x exports have no enum tables); an id listed twice reads as its
 -- smallest label (as StringIds in kernel_name), so no copy is counted twice. Rows the analysis
--- cannot use (unusable_row) are left out and counted in skipped_row.
+-- cannot use (unusable_row) are left out and counted in skipped_row. `stage` is the data-path
+-- stage the copy uses (docs/metrics.md, "Data path"): the path its bytes take, so a copy to or
+-- from a CUDA array counts as the device side, and a unified-memory migration as the direction
+-- it moves.
 --
 -- Reads: CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, ENUM_CUDA_MEMCPY_OPER,
 --   unusable_row
@@ -23,6 +26,7 @@
 --   bytes            BIGINT    bytes copied or set
 --   copy_kind        VARCHAR   Host-to-Device, Device-to-Host, Peer-to-Peer, ..., or memset
 --   name             VARCHAR   [CUDA memcpy <kind>] or [CUDA memset]
+--   stage            VARCHAR   h2d, d2h, d2d, p2p, h2h, memset or unknown
 CREATE VIEW memcpy AS
 WITH fallback_kind(id, label) AS (
     VALUES (0, 'Unknown'), (1, 'Host-to-Device'), (2, 'Device-to-Host'), (3, 'Host-to-Array'),
@@ -72,5 +76,15 @@ SELECT
     bytes,
     copy_kind,
     CASE WHEN source = 'memset' THEN '[CUDA memset]' ELSE '[CUDA memcpy ' || copy_kind || ']' END
-        AS name
+        AS name,
+    CASE
+        WHEN source = 'memset' THEN 'memset'
+        WHEN copy_kind IN ('Host-to-Device', 'Host-to-Array', 'Unified Host-to-Device') THEN 'h2d'
+        WHEN copy_kind IN ('Device-to-Host', 'Array-to-Host', 'Unified Device-to-Host') THEN 'd2h'
+        WHEN copy_kind IN ('Device-to-Device', 'Array-to-Array', 'Array-to-Device',
+            'Device-to-Array', 'Unified Device-to-Device') THEN 'd2d'
+        WHEN copy_kind = 'Peer-to-Peer' THEN 'p2p'
+        WHEN copy_kind = 'Host-to-Host' THEN 'h2h'
+        ELSE 'unknown'
+    END AS stage
 FROM copies

@@ -1,0 +1,486 @@
+"""The data path: per GPU and stage (copies by kind, each collective op), the bandwidth achieved
+against the stage's ceiling and whether it is latency- or bandwidth-bound; the narrowest stage;
+and the tensor-parallel structure (all-reduces per layer, their bytes against the model's)."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from nsysreport import ceilings
+from nsysreport.ceilings import Ceiling, GpuHardware
+from nsysreport.queries import run_query
+from nsysreport.sections.collectives import CollectiveReport, bus_factor
+from nsysreport.sections.gpu_metrics import GpuMetric
+from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
+from nsysreport.user_facts import ModelShape
+
+if TYPE_CHECKING:
+    import duckdb
+
+# The bound rule (docs/metrics.md, "Data path"). With several message sizes, a least-squares
+# line time = alpha + bytes * slope over the stage's calls gives the per-call cost alpha: the
+# stage is latency-bound when alpha over all calls is at least LATENCY_SHARE_PCT of its time.
+# The line must explain the durations (r2 >= FIT_MIN_R2): a collective's kernel time also holds
+# the wait for the other ranks, which no line in bytes fits. Otherwise (one size, a poor line,
+# or a line that fits no cost: alpha < 0, slope <= 0) the ceiling decides: a stage whose bytes
+# at the ceiling would take less than LATENCY_UTILISATION_PCT of its time pays mostly per-call
+# cost, whatever the link. Without a ceiling the bound is unknown.
+LATENCY_SHARE_PCT = 50.0
+LATENCY_UTILISATION_PCT = 25.0
+FIT_MIN_CALLS = 3
+FIT_MIN_R2 = 0.8
+# Below this share of all GPUs' time exposed, no stage is named the narrowest: it is noise.
+NARROWEST_MIN_PCT = 1.0
+# Copies that read and write HBM (device to device) move each byte twice through it.
+HBM_PASSES = {"d2d": 2, "memset": 1}
+
+
+@dataclass(frozen=True, slots=True)
+class DataPathRow:
+    """One stage on one GPU (docs/metrics.md, "Data path"; JSON `data_path`)."""
+
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    kind: str  # copy or collective
+    stage: str  # h2d, d2h, d2d, p2p, h2h, memset, unknown, or a collective op
+    count: int
+    sized: int  # calls whose bytes are known
+    bytes: int | None
+    time_ns: int
+    timed_ns: int  # time of the calls whose bytes are known
+    exposed_ns: int
+    sizes: int
+    min_bytes: int | None
+    max_bytes: int | None
+    fit_alpha_ns: float | None
+    fit_ns_per_byte: float | None
+    fit_r2: float | None
+    group_gpus: int | None  # collectives: GPUs in the group (bus bandwidth's n)
+    link: str  # the link whose ceiling applies: hbm, nvlink, pcie, network, or host
+    achieved_gbps: float | None
+    busbw_gbps: float | None
+    peak_gbps: float | None
+    peak_source: str
+    utilisation_pct: float | None
+    bound: str  # latency, bandwidth or unknown
+    bound_reason: str
+
+    @property
+    def mean_bytes(self) -> float | None:
+        return None if self.bytes is None or not self.sized else self.bytes / self.sized
+
+    @property
+    def bound_note(self) -> str | None:
+        """Why the bound is what it is, when the utilisation beside it does not say: the fit
+        decided, or something is unknown."""
+        return None if self.bound_reason.endswith("of the ceiling") else self.bound_reason
+
+
+@dataclass(frozen=True, slots=True)
+class NarrowestStage:
+    """The stage of the data path that costs the most exposed time, over all GPUs."""
+
+    stage: str
+    kind: str
+    link: str
+    bound: str
+    exposed_ns: int
+    share_pct: float  # of all GPUs' span
+    gpus: int
+    calls_per_gpu: float
+    mean_bytes: float | None
+    achieved_gbps: float | None  # bus bandwidth for collectives; median over the GPUs
+    peak_gbps: float | None
+    peak_source: str
+    utilisation_pct: float | None
+    # GPU metrics, when sampled: the link's counter (% of its peak) inside the stage's time
+    # (exposed communication for a collective, copies for a copy), the mean over the GPUs
+    sampled_link_pct: float | None
+    sampled_metric: str | None  # which family: nvlink_rx, pcie_tx, dram_read, ...
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class TpStructure:
+    """One collective op's calls inside layers on one GPU, and the model's expected bytes."""
+
+    file: str
+    pid: int
+    device_id: int
+    rank: int
+    op: str
+    in_layers: int
+    layer_occurrences: int
+    per_layer: float  # calls per layer occurrence (Megatron-style TP: 2 all-reduces)
+    group_gpus: int | None
+    mean_message_bytes: float | None
+    bus_bytes: float | None  # measured: the bytes each GPU moves per call (NCCL's factor)
+    expected_message_bytes: int | None  # from --model: tokens x hidden x sizeof(dtype)
+    expected_bus_bytes: float | None  # 2(TP-1)/TP of it, TP the group size
+
+
+def stage_rows(
+    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
+) -> list[dict[str, Any]]:
+    """data_path_stage's rows with the file and rank, ceilings not yet applied."""
+    return [
+        {"file": file, "rank": ranks[(r["pid"], r["device_id"])][0], **r}
+        for r in run_query(con, "data_path_stage").to_dicts()
+    ]
+
+
+def hardware(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], GpuHardware]:
+    out = {}
+    for r in run_query(con, "gpu_hardware").to_dicts():
+        key = (r.pop("pid"), r.pop("device_id"))
+        out[key] = GpuHardware(**r)
+    return out
+
+
+def build_data_path(
+    rows: Iterable[Mapping[str, Any]],
+    collectives: Sequence[CollectiveReport],
+    hw: Mapping[tuple[str, int, int], GpuHardware],
+    user: Mapping[str, float],
+    hosts: Mapping[str, int] | None = None,
+) -> tuple[DataPathRow, ...]:
+    """Each stage row with its ceiling, bandwidths, utilisation and bound. `hw` by (file, pid,
+    device_id); `hosts`: per collective op, the hosts its GPUs are on (above 1: the network)."""
+    groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
+    out = []
+    for r in rows:
+        key = (r["file"], r["pid"], r["device_id"])
+        gpu = hw.get(key) or GpuHardware(None, None, None, None, None)
+        n = groups.get((*key, r["stage"])) if r["kind"] == "collective" else None
+        between_hosts = r["kind"] == "collective" and (hosts or {}).get(r["stage"], 1) > 1
+        out.append(derive(dict(r), n, _ceiling(r["kind"], r["stage"], gpu, user, between_hosts)))
+    return tuple(sorted(out, key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns)))
+
+
+def _ceiling(
+    kind: str, stage: str, gpu: GpuHardware, user: Mapping[str, float], between_hosts: bool
+) -> Ceiling:
+    if kind == "collective" or stage == "p2p":
+        return ceilings.gpu_to_gpu(gpu, user, between_hosts)
+    if stage in ("h2d", "d2h"):
+        return ceilings.host_copies(gpu, user)
+    if stage in HBM_PASSES:
+        c = ceilings.hbm(gpu, user)
+        passes = HBM_PASSES[stage]
+        if c.peak_gbps is None or passes == 1:
+            return c
+        return Ceiling(
+            "hbm", c.peak_gbps / passes, f"{c.source}, halved: a device copy reads and writes"
+        )
+    return Ceiling("host", None, "unknown: no ceiling for a copy of this kind")
+
+
+def derive(r: dict[str, Any], group_gpus: int | None, ceiling: Ceiling) -> DataPathRow:
+    """A stage's bandwidths, utilisation and bound from its sums and its ceiling."""
+    achieved = r["bytes"] / r["timed_ns"] if r["bytes"] is not None and r["timed_ns"] else None
+    busbw = None
+    if r["kind"] == "collective" and achieved is not None and group_gpus:
+        busbw = achieved * bus_factor(r["stage"], group_gpus)
+    rate = busbw if r["kind"] == "collective" else achieved
+    util = pct(rate, ceiling.peak_gbps) if rate is not None and ceiling.peak_gbps else None
+    bound, reason = _bound(r, rate, util)
+    return DataPathRow(
+        **r,
+        group_gpus=group_gpus,
+        link=ceiling.link,
+        achieved_gbps=achieved,
+        busbw_gbps=busbw,
+        peak_gbps=ceiling.peak_gbps,
+        peak_source=ceiling.source,
+        utilisation_pct=util,
+        bound=bound,
+        bound_reason=reason,
+    )
+
+
+def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tuple[str, str]:
+    if r["bytes"] is None:
+        return "unknown", "message sizes unknown"
+    if rate is None:
+        return "unknown", "group size unknown"
+    if util is None:
+        return "unknown", "ceiling unknown"
+    alpha, slope, r2 = r["fit_alpha_ns"], r["fit_ns_per_byte"], r["fit_r2"]
+    if (
+        r["sizes"] > 1
+        and r["sized"] >= FIT_MIN_CALLS
+        and alpha is not None
+        and slope is not None
+        and r2 is not None
+        and alpha >= 0
+        and slope > 0
+        and r2 >= FIT_MIN_R2
+        and r["timed_ns"]
+    ):
+        share = 100.0 * alpha * r["sized"] / r["timed_ns"]
+        bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
+        return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
+    bound = "latency" if util < LATENCY_UTILISATION_PCT else "bandwidth"
+    return bound, f"{util:.1f}% of the ceiling"
+
+
+def narrowest(
+    rows: Sequence[DataPathRow], span_ns: int, metrics: Sequence[GpuMetric] = ()
+) -> NarrowestStage | None:
+    """The stage with the most exposed time over all GPUs (None when it is under
+    NARROWEST_MIN_PCT of their span), with what the GPU metrics sampled on its link."""
+    totals: dict[tuple[str, str], int] = {}
+    for r in rows:
+        totals[(r.kind, r.stage)] = totals.get((r.kind, r.stage), 0) + r.exposed_ns
+    if not totals:
+        return None
+    kind, stage = max(totals, key=lambda k: (totals[k], k))
+    if (pct(totals[(kind, stage)], span_ns) or 0.0) < NARROWEST_MIN_PCT:
+        return None
+    mine = [r for r in rows if (r.kind, r.stage) == (kind, stage)]
+    by_time: dict[str, int] = {}
+    for r in mine:
+        by_time[r.bound] = by_time.get(r.bound, 0) + r.time_ns
+    bound = max(by_time, key=lambda b: (by_time[b], b))
+    rates = [r.busbw_gbps if kind == "collective" else r.achieved_gbps for r in mine]
+    known = [x for x in rates if x is not None]
+    peaks = [r.peak_gbps for r in mine if r.peak_gbps is not None]
+    sized = sum(r.sized for r in mine)
+    mean_bytes = sum(r.bytes or 0 for r in mine) / sized if sized else None
+    achieved = statistics.median(known) if known else None
+    peak = statistics.median(peaks) if peaks else None
+    first = next((r for r in mine if r.peak_gbps is not None), mine[0])
+    util = pct(achieved, peak) if achieved is not None and peak else None
+    share = pct(totals[(kind, stage)], span_ns) or 0.0
+    family, sampled = _sampled(first.link, kind, mine, metrics)
+    found = NarrowestStage(
+        stage=stage,
+        kind=kind,
+        link=first.link,
+        bound=bound,
+        exposed_ns=totals[(kind, stage)],
+        share_pct=share,
+        gpus=len(mine),
+        calls_per_gpu=statistics.fmean(r.count for r in mine),
+        mean_bytes=mean_bytes,
+        achieved_gbps=achieved,
+        peak_gbps=peak,
+        peak_source=first.peak_source,
+        utilisation_pct=util,
+        sampled_link_pct=sampled,
+        sampled_metric=family,
+        summary="",
+    )
+    return replace(found, summary=_sentence(found))
+
+
+# The GPU-metric families that measure each link, busiest direction first chosen by value.
+_LINK_FAMILIES = {
+    "nvlink": ("nvlink_rx", "nvlink_tx"),
+    "pcie": ("pcie_rx", "pcie_tx"),
+    "hbm": ("dram_read", "dram_write"),
+}
+
+
+def _sampled(
+    link: str, kind: str, rows: Sequence[DataPathRow], metrics: Sequence[GpuMetric]
+) -> tuple[str | None, float | None]:
+    """The busier direction of the link's sampled counter inside the stage's time (exposed
+    comm for collectives, copies for copies), the mean over the stage's GPUs."""
+    gpus = {(r.file, r.pid, r.device_id) for r in rows}
+    best: tuple[str | None, float | None] = (None, None)
+    for family in _LINK_FAMILIES.get(link, ()):
+        values = [
+            m.during_exposed_comm if kind == "collective" else m.during_copies
+            for m in metrics
+            if m.family == family and (m.file, m.pid, m.device_id) in gpus
+        ]
+        known = [v for v in values if v is not None]
+        if known and (best[1] is None or statistics.fmean(known) > best[1]):
+            best = (family, statistics.fmean(known))
+    return best
+
+
+_LINK_NAMES = {"nvlink": "NVLink", "pcie": "PCIe", "hbm": "HBM", "network": "the network",
+               "host": "host memory"}  # fmt: skip
+_MOVES = {
+    ("collective", "latency"): (
+        "A faster link would not help: the time is per-call cost (latency, and waiting for "
+        "the other ranks), not bytes; fewer or fused collectives, a lower TP degree or overlap "
+        "with compute would."
+    ),
+    ("collective", "bandwidth"): (
+        "A faster link, fewer bytes (lower precision, compression) or overlap with compute "
+        "would move it."
+    ),
+    ("copy", "latency"): (
+        "Batching the small copies into fewer large ones, or overlapping them with compute "
+        "on another stream, would move it."
+    ),
+    ("copy", "bandwidth"): (
+        "Pinned host memory, fewer bytes, or copies overlapped with compute on another "
+        "stream would move it."
+    ),
+}
+
+
+_COPY_NAMES = {"h2d": "host-to-device copies", "d2h": "device-to-host copies",
+               "d2d": "device-to-device copies", "p2p": "peer-to-peer copies",
+               "h2h": "host-to-host copies", "memset": "memsets"}  # fmt: skip
+
+
+def _sentence(s: NarrowestStage) -> str:
+    if s.kind == "collective":
+        what = f"{s.stage} is"
+    else:
+        what = f"{_COPY_NAMES.get(s.stage, s.stage + ' copies').capitalize()} are"
+    bound = "" if s.bound == "unknown" else f", {s.bound}-bound"
+    calls = f"{s.calls_per_gpu:.0f} call{'' if round(s.calls_per_gpu) == 1 else 's'}"
+    size = "" if s.mean_bytes is None else f" of {fmt_bytes(s.mean_bytes)}"
+    link = _LINK_NAMES.get(s.link, s.link)
+    rate = " bus bandwidth" if s.kind == "collective" else ""
+    source = s.peak_source.split(" (", 1)[0]  # the datasheet is in the table and the JSON
+    if s.mean_bytes is None:
+        speed = "; their bandwidth is unknown (message sizes unknown: give --comm-bytes OP=BYTES)"
+    elif s.achieved_gbps is None:
+        speed = "; their bus bandwidth is unknown (the group's size is unknown)"
+    elif s.peak_gbps is None:
+        speed = (
+            f" at {fmt_gbps(s.achieved_gbps)}{rate}; the {link} ceiling is unknown "
+            f"(give --link-peak {s.link}=GBPS)"
+        )
+    else:
+        speed = (
+            f" at {fmt_gbps(s.achieved_gbps)}{rate} against {fmt_gbps(s.peak_gbps)} of "
+            f"{link} ({source}), {s.utilisation_pct:.1f}% of it"
+        )
+    move = _MOVES.get((s.kind, s.bound), "")
+    if s.sampled_link_pct is not None and s.sampled_metric is not None:
+        during = "exposed communication" if s.kind == "collective" else "the copies"
+        name = (
+            s.sampled_metric.replace("_", " ")
+            .replace("nvlink", "NVLink")
+            .replace("pcie", "PCIe")
+            .replace("dram", "DRAM")
+            .replace(" rx", " RX")
+            .replace(" tx", " TX")
+        )
+        move = f"GPU metrics: {name} at {s.sampled_link_pct:.0f}% of peak during {during}. {move}"
+    return (
+        f"{what} the narrowest stage of the data path{bound}: {calls}{size} per GPU{speed}; "
+        f"they leave {fmt_ns(s.exposed_ns)} exposed ({s.share_pct:.1f}% of all GPUs' time). "
+        f"{move}"
+    ).strip()
+
+
+def tp_rows(
+    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
+) -> list[dict[str, Any]]:
+    """layer_collective's rows with the file and rank."""
+    return [
+        {"file": file, "rank": ranks[(r["pid"], r["device_id"])][0], **r}
+        for r in run_query(con, "layer_collective").to_dicts()
+    ]
+
+
+def build_tp_structure(
+    rows: Iterable[Mapping[str, Any]],
+    collectives: Sequence[CollectiveReport],
+    model: ModelShape | None,
+) -> tuple[TpStructure, ...]:
+    """Calls per layer occurrence and bytes against --model's, per GPU and op."""
+    groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
+    out = []
+    for r in rows:
+        n = groups.get((r["file"], r["pid"], r["device_id"], r["op"]))
+        mean = r["mean_bytes"]
+        factor = bus_factor(r["op"], n) if n else None
+        expected = model.message_bytes if model is not None and r["op"] == "AllReduce" else None
+        out.append(
+            TpStructure(
+                file=r["file"],
+                pid=r["pid"],
+                device_id=r["device_id"],
+                rank=r["rank"],
+                op=r["op"],
+                in_layers=r["in_layers"],
+                layer_occurrences=r["layer_occurrences"],
+                per_layer=r["in_layers"] / r["layer_occurrences"],
+                group_gpus=n,
+                mean_message_bytes=mean,
+                bus_bytes=None if mean is None or factor is None else mean * factor,
+                expected_message_bytes=expected,
+                expected_bus_bytes=None
+                if expected is None or factor is None
+                else expected * factor,
+            )
+        )
+    return tuple(sorted(out, key=lambda t: (t.rank, t.file, t.pid, t.device_id, t.op)))
+
+
+def regroup_rows(
+    rows: Sequence[DataPathRow],
+    tp: Sequence[TpStructure],
+    collectives: Sequence[CollectiveReport],
+    hosts: Mapping[str, int],
+    user: Mapping[str, float],
+    model: ModelShape | None,
+) -> tuple[tuple[DataPathRow, ...], tuple[TpStructure, ...]]:
+    """Several files' rows again, with the group sizes of all files' GPUs and the network as
+    the link of a collective whose GPUs are on several hosts."""
+    groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
+    fields = set(_RAW_FIELDS)
+    out = []
+    for r in rows:
+        raw = {k: getattr(r, k) for k in fields}
+        ceiling = Ceiling(r.link, r.peak_gbps, r.peak_source)
+        n = r.group_gpus
+        if r.kind == "collective":
+            n = groups.get((r.file, r.pid, r.device_id, r.stage), n)
+            if hosts.get(r.stage, 1) > 1:
+                ceiling = ceilings.gpu_to_gpu(GpuHardware(None, None, None, None, None), user, True)
+        out.append(derive(raw, n, ceiling))
+    out.sort(key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns))
+    tp_raw = [
+        {
+            "file": t.file,
+            "pid": t.pid,
+            "device_id": t.device_id,
+            "rank": t.rank,
+            "op": t.op,
+            "in_layers": t.in_layers,
+            "layer_occurrences": t.layer_occurrences,
+            "mean_bytes": t.mean_message_bytes,
+        }
+        for t in tp
+    ]
+    return tuple(out), build_tp_structure(tp_raw, collectives, model)
+
+
+_RAW_FIELDS = (
+    "file", "pid", "device_id", "rank", "kind", "stage", "count", "sized", "bytes", "time_ns",
+    "timed_ns", "exposed_ns", "sizes", "min_bytes", "max_bytes", "fit_alpha_ns",
+    "fit_ns_per_byte", "fit_r2",
+)  # fmt: skip
+
+
+def bound_rule() -> str:
+    """The bound rule in words, printed beside the table (docs/metrics.md has the same)."""
+    return (
+        f"Bound: with {FIT_MIN_CALLS} or more calls of several sizes, a least-squares line "
+        "time = a + bytes / b over the calls gives the per-call cost a; when it explains the "
+        f"durations (r² ≥ {FIT_MIN_R2}), the stage is latency-bound when a over all its calls "
+        f"is at least {LATENCY_SHARE_PCT:.0f}% of its time. Otherwise it is latency-bound "
+        f"when its bytes at the ceiling would take less than {LATENCY_UTILISATION_PCT:.0f}% "
+        f"of its time (utilisation below {LATENCY_UTILISATION_PCT:.0f}%), else "
+        "bandwidth-bound; unknown without bytes, group size or ceiling. Collectives are "
+        "measured by bus bandwidth (NCCL's convention: all-reduce x 2(n-1)/n; all-gather, "
+        "reduce-scatter and all-to-all x (n-1)/n; n the GPUs in the group); a "
+        "device-to-device copy's ceiling is half the HBM peak, as it reads and writes every "
+        "byte."
+    )

@@ -1,0 +1,74 @@
+-- data_path_stage: per GPU and data-path stage (copies by kind, each collective op): calls,
+-- bytes, time, exposed time and an alpha-beta fit of time against bytes
+--
+-- A copy's stage is memcpy's `stage` (h2d, d2h, d2d, p2p, h2h, memset); a collective's is its
+-- op. `bytes` sums the calls whose size is known (every copy; a collective's message size from
+-- NCCL's NVTX payload, PyTorch's metadata or --comm-bytes), NULL when no call's is; `timed_ns`
+-- is those calls' time, the denominator of achieved bandwidth. exposed_ns is the union of the
+-- stage's intervals that nothing else covers (grouped_island: a copy not under any kernel, a
+-- collective not under compute). The fit is least squares of duration on bytes over the calls
+-- with a size and a duration (fit_alpha_ns = per-call cost, fit_ns_per_byte = its inverse
+-- bandwidth; fit_r2 how well the line explains the durations), NULL unless their sizes differ. nsysreport/sections/data_path.py
+-- turns these into bandwidth, ceiling, utilisation and bound (docs/metrics.md, "Data path").
+--
+-- Reads: collective, grouped_island, memcpy
+--
+-- Columns:
+--   pid               BIGINT    process id
+--   device_id         BIGINT    nsys GPU id
+--   kind              VARCHAR   copy or collective
+--   stage             VARCHAR   h2d, d2h, d2d, p2p, h2h, memset, unknown, or a collective op
+--   count             BIGINT    calls
+--   sized             BIGINT    calls whose bytes are known
+--   bytes             BIGINT    sum of the known sizes, NULL when none is known
+--   time_ns           BIGINT    sum of durations
+--   timed_ns          BIGINT    sum of durations of the calls whose bytes are known
+--   exposed_ns        BIGINT    union of the stage's intervals that nothing else covers
+--   sizes             BIGINT    distinct sizes among the calls
+--   min_bytes         BIGINT    smallest size
+--   max_bytes         BIGINT    largest size
+--   fit_alpha_ns      DOUBLE    least-squares intercept: ns per call
+--   fit_ns_per_byte   DOUBLE    least-squares slope: ns per byte
+--   fit_r2            DOUBLE    the share of the durations' variance the line explains
+WITH calls AS (
+    SELECT pid, device_id, 'copy' AS kind, stage, bytes,
+        greatest(end_ns - start_ns, 0) AS duration_ns
+    FROM memcpy
+    UNION ALL
+    SELECT pid, device_id, 'collective', op, message_bytes, duration_ns
+    FROM collective
+),
+stats AS (
+    SELECT pid, device_id, kind, stage,
+        count(*) AS count,
+        count(bytes) AS sized,
+        sum(bytes)::BIGINT AS bytes,
+        sum(duration_ns)::BIGINT AS time_ns,
+        coalesce(sum(duration_ns) FILTER (bytes IS NOT NULL), 0)::BIGINT AS timed_ns,
+        count(DISTINCT bytes) AS sizes,
+        min(bytes) AS min_bytes,
+        max(bytes) AS max_bytes,
+        -- NULL, not NaN, when the sizes do not vary: there is no line to fit
+        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
+            THEN regr_intercept(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_alpha_ns,
+        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
+            THEN regr_slope(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_ns_per_byte,
+        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
+            THEN regr_r2(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_r2
+    FROM calls
+    GROUP BY pid, device_id, kind, stage
+),
+exposed AS (
+    SELECT pid, device_id, CASE grouping WHEN 'copy' THEN 'copy' ELSE 'collective' END AS kind,
+        group_key AS stage, sum(exposed_ns)::BIGINT AS exposed_ns
+    FROM grouped_island
+    WHERE grouping IN ('copy', 'op')
+    GROUP BY ALL
+)
+SELECT s.pid, s.device_id, s.kind, s.stage, s.count, s.sized, s.bytes, s.time_ns, s.timed_ns,
+    coalesce(e.exposed_ns, 0)::BIGINT AS exposed_ns,
+    s.sizes, s.min_bytes, s.max_bytes, s.fit_alpha_ns, s.fit_ns_per_byte, s.fit_r2
+FROM stats AS s
+LEFT JOIN exposed AS e
+    ON e.pid = s.pid AND e.device_id = s.device_id AND e.kind = s.kind AND e.stage = s.stage
+ORDER BY s.pid, s.device_id, s.kind DESC, s.time_ns DESC, s.stage
