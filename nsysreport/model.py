@@ -14,6 +14,7 @@ from nsysreport import __version__
 from nsysreport.align import FileClock
 from nsysreport.errors import TraceError
 from nsysreport.model_json import WRITE_AGAIN, Decoder, check_version
+from nsysreport.notebook import report_frames, report_html
 from nsysreport.queries import run_query
 from nsysreport.ranks import RankInfo
 from nsysreport.sections.capture import Capture, build_capture, read_facts
@@ -55,6 +56,7 @@ from nsysreport.user_facts import Facts
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 JSON_SCHEMA_VERSION = 1
 ALL_NAMES = 1 << 40  # kernel_top's $top that keeps every name
@@ -132,6 +134,15 @@ class Report:
     def overview(self) -> Overview:
         """The key numbers, and the numbers the pictures' captions state."""
         return build_overview(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a report as its verdict, key numbers and per-GPU table."""
+        return report_html(self)
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        """Each list section (gpus, steps, layers, collectives, stragglers, top_kernels, ...)
+        as a polars DataFrame whose columns are the report JSON's keys."""
+        return report_frames(as_json(self), [plain(x) for x in self.layers_across])
 
     @classmethod
     def from_json(cls, data: Any, source: str | Path) -> Report:
