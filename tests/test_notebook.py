@@ -49,6 +49,11 @@ def test_jupyter_shows_the_verdict_the_key_numbers_and_the_gpu_table(report: Rep
     row = "<td>rank 0</td><td>100</td><td>0</td><td>4 µs</td>"
     assert row + " <td>50.0%</td><td>25.0%</td><td>0.0%</td><td>25.0%</td>" in html
     assert "<html" not in html  # a fragment for the notebook's cell, not a page
+    # The exposed all-reduce (25% of the span) is the data path's narrowest stage.
+    narrow = report.narrowest_stage
+    assert narrow is not None and narrow.stage == "AllReduce"
+    shown = narrow.summary.replace("'", "&#39;")  # as Jinja escapes it
+    assert f"<strong>Data path:</strong> {shown}" in html
 
 
 def test_frames_give_each_list_section_with_the_jsons_keys_as_columns(report: Report) -> None:
