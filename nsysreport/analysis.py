@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from nsysreport.database import DERIVING
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.model import Report, build_report
@@ -90,8 +91,13 @@ def load_one(
     path: Path, patterns: Patterns, cache: bool = False, progress: Progress | None = None
 ) -> duckdb.DuckDBPyConnection:
     """The loaded trace at `path`, ready for the report queries."""
-    loading = None if progress is None else (lambda table: progress(f"loading {table}"))
-    con = open_trace(path, loading, patterns, cache)
+
+    def loading(name: str) -> None:
+        """Each table's name as it loads, then the DERIVING step."""
+        if progress is not None:
+            progress(name if name == DERIVING else f"loading {name}")
+
+    con = open_trace(path, None if progress is None else loading, patterns, cache)
     if progress is not None:
         progress("analysing")
     return con
