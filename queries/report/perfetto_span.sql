@@ -18,7 +18,7 @@
 --                     activities launched in that NVTX range (activity_range)
 --
 -- Reads: activity, activity_range, collective, gpu_segment, graph_launch, kernel, launch,
---   memcpy, step_window
+--   memcpy, step_window, sync_call
 --
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
@@ -72,23 +72,13 @@ named AS (
     LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
     LEFT JOIN graph_launch AS g ON a.source = 'graph' AND g.graph_launch_id = a.activity_id
 ),
-syncs AS (
-    SELECT global_tid, start_ns, end_ns, name
-    FROM launch
-    WHERE name IN (
-        'cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
-        'cudaMemcpy', 'cudaMemcpy2D', 'cudaMemcpy3D', 'cudaMemcpyToSymbol',
-        'cudaMemcpyFromSymbol', 'cuCtxSynchronize', 'cuStreamSynchronize',
-        'cuEventSynchronize', 'cuMemcpyDtoH', 'cuMemcpyHtoD', 'cuMemcpy'
-    )
-),
 causes AS (
     SELECT t.pid, t.device_id, t.start_ns,
         arg_max(s.name, least(s.end_ns, t.end_ns) - greatest(s.start_ns, t.start_ns)) AS sync_call
     FROM gaps AS t
     JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
     JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
-    JOIN syncs AS s
+    JOIN sync_call AS s
         ON s.global_tid = l.global_tid AND s.start_ns < t.end_ns AND s.end_ns > t.start_ns
     GROUP BY ALL
 ),
