@@ -29,13 +29,10 @@ from nsysreport.sections.collectives import (
 from nsysreport.sections.data_path import (
     DataPathRow,
     NarrowestStage,
-    TpStructure,
     build_data_path,
-    build_tp_structure,
     hardware,
     narrowest,
     stage_rows,
-    tp_rows,
 )
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
 from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
@@ -51,6 +48,7 @@ from nsysreport.sections.quality import (
 )
 from nsysreport.sections.steps import StepReport, StepShare, StepStats, build_steps, step_shares
 from nsysreport.sections.timeline import Timeline, build_timeline
+from nsysreport.sections.tp_structure import TpStructure, build_tp_structure, tp_rows
 from nsysreport.sections.verdict import Bottleneck, bottleneck
 from nsysreport.user_facts import Facts
 
