@@ -133,6 +133,19 @@ def host_copies(hw: GpuHardware, user: Mapping[str, float]) -> Ceiling:
     return Ceiling("pcie", None, _unknown(hw, "pcie"))
 
 
+# The most GPUs one NVLink (or PCIe) domain joins, by model: an HGX board holds 8; a GB200
+# NVL72 rack joins 72 over NVLink. A group larger than that spans hosts: it rides the network.
+DOMAIN_GPUS = {"GB200": 72}
+HOST_GPUS = 8
+
+
+def spans_hosts(hw: GpuHardware, group_gpus: int | None) -> bool:
+    """A collective group too large for one host (or NVLink domain) of this GPU model."""
+    model = hw.model
+    largest = DOMAIN_GPUS.get(model.label, HOST_GPUS) if model is not None else HOST_GPUS
+    return group_gpus is not None and group_gpus > largest
+
+
 def gpu_to_gpu(hw: GpuHardware, user: Mapping[str, float], between_hosts: bool) -> Ceiling:
     """The link between this GPU and the others of a collective or a peer copy: the network
     between hosts, else NVLink when the GPU has it (or the user gives its peak), else PCIe."""
@@ -142,8 +155,8 @@ def gpu_to_gpu(hw: GpuHardware, user: Mapping[str, float], between_hosts: bool) 
         return Ceiling(
             "network",
             None,
-            "unknown: the group spans hosts and no export records the network's rate "
-            "(give --link-peak network=GBPS)",
+            "unknown: the group spans hosts (several hosts, or more GPUs than one holds) and "
+            "no export records the network's rate (give --link-peak network=GBPS)",
         )
     if hw.sim_link in ("nvlink", "pcie") and hw.sim_link_bps and hw.sim_link not in user:
         return Ceiling(hw.sim_link, hw.sim_link_bps / 1e9, "simulated link bus bandwidth")

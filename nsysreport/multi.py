@@ -267,7 +267,8 @@ def merge(
     collectives = regroup(collectives, len(gpus), max((g.rank for g in gpus), default=-1) + 1)
     facts = facts or Facts()
     hosts = _hosts_per_op(gpus, collectives)
-    data_path = regroup_rows(paths, collectives, hosts, facts.link_peaks)
+    names = {(g.file, g.pid, g.device_id): g.gpu_name for g in gpus}
+    data_path = regroup_rows(paths, collectives, hosts, facts.link_peaks, names)
     tp = rebuilt_tp(tps, collectives, layers, facts.model)
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()

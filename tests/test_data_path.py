@@ -331,3 +331,19 @@ def test_sampled_nvlink_counters_join_the_narrowest_stage(tmp_path: Path) -> Non
     assert narrow is not None and narrow.link == "nvlink"
     assert (narrow.sampled_metric, narrow.sampled_link_pct) == ("nvlink_rx", pytest.approx(3.0))
     assert "GPU metrics: NVLink RX at 3% of peak during exposed communication" in narrow.summary
+
+
+def test_a_group_larger_than_one_host_rides_the_network(tmp_path: Path) -> None:
+    # Rank 0 of a 16-rank job in one file: 16 GPUs cannot share one 8-GPU H100 board, so the
+    # all-reduce's ceiling is the network's, unknown unless given.
+    kernels = [Kernel(1_000, 11_000, ALLREDUCE, pid=10, device=0, launch=(100, 101))]
+    nvtx = [NvtxRange(99, 102, "ncclAllReduce", pid=10, registered=True, domain="NCCL",
+                      payload=1_000_000)]  # fmt: skip
+    scenario = Scenario(kernels=kernels, nvtx=nvtx, gpus=[Gpu(0, pid=10)],
+                        capture_env={"WORLD_SIZE": "16", "RANK": "0"})  # fmt: skip
+    path = write_trace(scenario, tmp_path / "rank0.sqlite")
+    ar = stage(analyse(path), "AllReduce")
+    assert ar.group_gpus == 16 and ar.link == "network" and ar.peak_gbps is None
+    given = stage(analyse(path, facts=Facts(link_peaks={"network": 50.0})), "AllReduce")
+    # 1 MB in 10 us = 100 GB/s x 2(16-1)/16 = 187.5 GB/s of 50: the given peak is too low.
+    assert given.busbw_gbps == pytest.approx(187.5) and given.peak_gbps == 50.0

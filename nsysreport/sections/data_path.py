@@ -143,7 +143,9 @@ def build_data_path(
         key = (r["file"], r["pid"], r["device_id"])
         gpu = hw.get(key) or GpuHardware(None, None, None, None, None)
         n = groups.get((*key, r["stage"])) if r["kind"] == "collective" else None
-        between_hosts = r["kind"] == "collective" and (hosts or {}).get(r["stage"], 1) > 1
+        between_hosts = r["kind"] == "collective" and (
+            (hosts or {}).get(r["stage"], 1) > 1 or ceilings.spans_hosts(gpu, n)
+        )
         out.append(derive(dict(r), n, _ceiling(r["kind"], r["stage"], gpu, user, between_hosts)))
     return tuple(sorted(out, key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns)))
 
@@ -373,9 +375,10 @@ def regroup_rows(
     collectives: Sequence[CollectiveReport],
     hosts: Mapping[str, int],
     user: Mapping[str, float],
+    gpu_names: Mapping[tuple[str, int, int], str | None],
 ) -> tuple[DataPathRow, ...]:
     """Several files' rows again, with the group sizes of all files' GPUs and the network as
-    the link of a collective whose GPUs are on several hosts."""
+    the link of a collective whose GPUs are on several hosts, or too many for one."""
     groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
     out = []
     for r in rows:
@@ -384,8 +387,9 @@ def regroup_rows(
         n = r.group_gpus
         if r.kind == "collective":
             n = groups.get((r.file, r.pid, r.device_id, r.stage), n)
-            if hosts.get(r.stage, 1) > 1:
-                ceiling = ceilings.gpu_to_gpu(GpuHardware(None, None, None, None, None), user, True)
+            named = GpuHardware(gpu_names.get((r.file, r.pid, r.device_id)), None, None, None, None)
+            if hosts.get(r.stage, 1) > 1 or ceilings.spans_hosts(named, n):
+                ceiling = ceilings.gpu_to_gpu(named, user, True)
         out.append(derive(raw, n, ceiling))
     return tuple(sorted(out, key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns)))
 
