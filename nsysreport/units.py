@@ -33,8 +33,11 @@ def fmt_bytes(n: float | None) -> str:
 
 
 def fmt_gbps(value: float | None) -> str:
-    """A bandwidth in GB/s with three significant digits: 0.299 GB/s, 19.7 GB/s, 422 GB/s."""
-    return "–" if value is None else f"{value:.3g} GB/s"
+    """A bandwidth in GB/s with three significant digits: 0.299 GB/s, 19.7 GB/s, 422 GB/s,
+    1,047 GB/s."""
+    if value is None:
+        return "–"
+    return f"{value:,.0f} GB/s" if abs(value) >= 1000 else f"{value:.3g} GB/s"
 
 
 def fmt_count(n: int | None) -> str:

@@ -135,21 +135,25 @@ def test_a_256_mb_all_reduce_near_the_ceiling_is_bandwidth_bound(tmp_path: Path)
     assert "a faster link" in narrow.summary.lower() and "would not help" not in narrow.summary
 
 
-@pytest.mark.parametrize(("alpha_ns", "bound"), [(20_000, "bandwidth"), (50_000, "latency")])
+@pytest.mark.parametrize(("alpha_ns", "bound"), [(2_000, "bandwidth"), (20_000, "latency")])
 def test_with_several_sizes_an_alpha_beta_fit_decides(
     tmp_path: Path, alpha_ns: int, bound: str
 ) -> None:
-    # duration = alpha + bytes / (100 B/ns) for 1, 2 and 4 MB: the fit finds alpha and 0.01 ns/B.
-    calls = [(size, alpha_ns + size // 100) for size in (1_000_000, 2_000_000, 4_000_000)]
+    # duration = alpha + bytes / (200 B/ns) for 1, 2 and 4 MB: the fit finds alpha, 0.005 ns/B.
+    calls = [(size, alpha_ns + size // 200) for size in (1_000_000, 2_000_000, 4_000_000)]
     report = analyse(allreduce_trace(tmp_path, calls))
     ar = stage(report, "AllReduce")
     assert ar.sizes == 3
     assert ar.fit_alpha_ns == pytest.approx(alpha_ns)
-    assert ar.fit_ns_per_byte == pytest.approx(0.01)
-    # alpha x 3 calls against the calls' time: 60/130 us = 46% (bandwidth), 150/220 = 68%.
+    assert ar.fit_ns_per_byte == pytest.approx(0.005)
+    # Both are above 25% of NVLink's 450 GB/s: 7 MB x 1.75 in 41 us = 299 GB/s (66%); in 95 us
+    # = 129 GB/s (29%). So the fit decides: alpha x 3 calls is 6/41 us = 15% of the time
+    # (bandwidth), 60/95 us = 63% (latency: the per-call cost takes the time).
+    total = sum(d for _, d in calls)
+    assert ar.utilisation_pct == pytest.approx(100 * 7_000_000 / total * 1.75 / 450)
+    assert ar.utilisation_pct > 25
     assert ar.bound == bound
-    share = 100 * 3 * alpha_ns / sum(d for _, d in calls)
-    assert f"{share:.0f}% of time" in ar.bound_reason
+    assert f"{100 * 3 * alpha_ns / total:.0f}% of time" in ar.bound_reason
 
 
 def test_without_message_sizes_bandwidth_and_bound_are_unknown(tmp_path: Path) -> None:

@@ -18,14 +18,14 @@ from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
 if TYPE_CHECKING:
     import duckdb
 
-# The bound rule (docs/metrics.md, "Data path"). With several message sizes, a least-squares
-# line time = alpha + bytes * slope over the stage's calls gives the per-call cost alpha: the
-# stage is latency-bound when alpha over all calls is at least LATENCY_SHARE_PCT of its time.
-# The line must explain the durations (r2 >= FIT_MIN_R2): a collective's kernel time also holds
-# the wait for the other ranks, which no line in bytes fits. Otherwise (one size, a poor line,
-# or a line that fits no cost: alpha < 0, slope <= 0) the ceiling decides: a stage whose bytes
-# at the ceiling would take less than LATENCY_UTILISATION_PCT of its time pays mostly per-call
-# cost, whatever the link. Without a ceiling the bound is unknown.
+# The bound rule (docs/metrics.md, "Data path"). A stage whose bytes at the ceiling would take
+# less than LATENCY_UTILISATION_PCT of its time pays mostly per-call cost (latency, and, for a
+# collective, the wait for the other ranks): latency-bound, whatever the link. Above that, with
+# several message sizes, a least-squares line time = alpha + bytes * slope over the calls gives
+# the per-call cost alpha; when the line explains the durations (r2 >= FIT_MIN_R2), alpha over
+# all calls at LATENCY_SHARE_PCT of the time or more is latency-bound too (the small calls cost
+# the time, the large ones carry the bytes). Otherwise bandwidth-bound. Without bytes, group
+# size or ceiling the bound is unknown.
 LATENCY_SHARE_PCT = 50.0
 LATENCY_UTILISATION_PCT = 25.0
 FIT_MIN_CALLS = 3
@@ -71,6 +71,11 @@ class DataPathRow:
     @property
     def mean_bytes(self) -> float | None:
         return None if self.bytes is None or not self.sized else self.bytes / self.sized
+
+    @property
+    def peak_source_short(self) -> str:
+        """Where the ceiling came from, without the datasheet's words (the JSON has them)."""
+        return self.peak_source.split(" (", 1)[0]
 
     @property
     def bound_note(self) -> str | None:
@@ -199,26 +204,36 @@ def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tupl
         return "unknown", "group size unknown"
     if util is None:
         return "unknown", "ceiling unknown"
-    alpha, slope, r2 = r["fit_alpha_ns"], r["fit_ns_per_byte"], r["fit_r2"]
-    if (
-        r["sizes"] > 1
-        and r["sized"] >= FIT_MIN_CALLS
-        and alpha is not None
-        and slope is not None
-        and r2 is not None
-        and alpha >= 0
-        and slope > 0
-        and r2 >= FIT_MIN_R2
-        and r["timed_ns"]
-    ):
-        share = 100.0 * alpha * r["sized"] / r["timed_ns"]
-        bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
-        return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
     if util > 100:
         # Faster than the link can go: the ceiling is too low, or the durations too short.
         return "bandwidth", f"{util:.0f}% of the ceiling: above it, so the ceiling is too low"
-    bound = "latency" if util < LATENCY_UTILISATION_PCT else "bandwidth"
-    return bound, f"{util:.1f}% of the ceiling"
+    if util < LATENCY_UTILISATION_PCT:
+        return "latency", f"{util:.1f}% of the ceiling"
+    share = _fitted_latency_share(r)
+    if share is None:
+        return "bandwidth", f"{util:.1f}% of the ceiling"
+    bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
+    alpha = r["fit_alpha_ns"]
+    return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
+
+
+def _fitted_latency_share(r: Mapping[str, Any]) -> float | None:
+    """The per-call cost's share of the stage's time by the least-squares line, when it holds
+    (several sizes, FIT_MIN_CALLS calls, r2 >= FIT_MIN_R2, a cost and a slope >= 0)."""
+    alpha, slope, r2 = r["fit_alpha_ns"], r["fit_ns_per_byte"], r["fit_r2"]
+    if (
+        r["sizes"] < 2
+        or r["sized"] < FIT_MIN_CALLS
+        or alpha is None
+        or slope is None
+        or r2 is None
+        or alpha < 0
+        or slope <= 0
+        or r2 < FIT_MIN_R2
+        or not r["timed_ns"]
+    ):
+        return None
+    return float(100.0 * alpha * r["sized"] / r["timed_ns"])
 
 
 def narrowest(
@@ -336,7 +351,7 @@ def _sentence(s: NarrowestStage) -> str:
     size = "" if s.mean_bytes is None else f" of {fmt_bytes(s.mean_bytes)}"
     link = _LINK_NAMES.get(s.link, s.link)
     rate = " bus bandwidth" if s.kind == "collective" else ""
-    source = s.peak_source.split(" (", 1)[0]  # the datasheet is in the table and the JSON
+    source = s.peak_source.split(" (", 1)[0]  # the datasheet is in the JSON and the table's tip
     if s.mean_bytes is None:
         speed = "; their bandwidth is unknown (message sizes unknown: give --comm-bytes OP=BYTES)"
     elif s.achieved_gbps is None:
@@ -404,12 +419,13 @@ _RAW_FIELDS = (
 def bound_rule() -> str:
     """The bound rule in words, printed beside the table (docs/metrics.md has the same)."""
     return (
-        f"Bound: with {FIT_MIN_CALLS} or more calls of several sizes, a least-squares line "
-        "time = a + bytes / b over the calls gives the per-call cost a; when it explains the "
-        f"durations (r² ≥ {FIT_MIN_R2}), the stage is latency-bound when a over all its calls "
-        f"is at least {LATENCY_SHARE_PCT:.0f}% of its time. Otherwise it is latency-bound "
-        f"when its bytes at the ceiling would take less than {LATENCY_UTILISATION_PCT:.0f}% "
-        f"of its time (utilisation below {LATENCY_UTILISATION_PCT:.0f}%), else "
+        f"Bound: latency-bound when the stage's bytes at the ceiling would take less than "
+        f"{LATENCY_UTILISATION_PCT:.0f}% of its time (utilisation below "
+        f"{LATENCY_UTILISATION_PCT:.0f}%: per-call cost, and for a collective the wait for the "
+        f"other ranks, takes the time). Above that, with {FIT_MIN_CALLS} or more calls of "
+        "several sizes, a least-squares line time = a + bytes / b gives the per-call cost a; "
+        f"when it explains the durations (r² ≥ {FIT_MIN_R2}) and a over all the calls is "
+        f"{LATENCY_SHARE_PCT:.0f}% of the time or more, latency-bound too. Otherwise "
         "bandwidth-bound; unknown without bytes, group size or ceiling. Collectives are "
         "measured by bus bandwidth (NCCL's convention: all-reduce x 2(n-1)/n; all-gather, "
         "reduce-scatter and all-to-all x (n-1)/n; n the GPUs in the group); a "
