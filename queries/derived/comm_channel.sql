@@ -1,0 +1,88 @@
+-- comm_channel: which communicator each GPU's communication channel belongs to, and from what
+--
+-- A channel is collective.channel: the process group the trace names at the kernel, else the
+-- kernel's stream. A communicator is the set of channels, one per member GPU, that run the
+-- same collectives. Where the trace names the process group (a PyTorch profiler trace), the
+-- channels of that name are one communicator (comm_source `trace metadata`). Otherwise a
+-- channel's communicator is found from its instances: a collective ends at the same time on
+-- every member (the last rank's data completes it everywhere), so two channels on different
+-- GPUs of the trace are members of one communicator when, of their first 32 instances taken
+-- in start order (the k-th against the k-th), at least 90% end within 2 µs of each other
+-- (comm_source `matched instances`). A channel that matches no other (one GPU in the file, or
+-- a capture that cut its instances apart) is a communicator of its own, known only by its
+-- stream (comm_source `stream`); its other members are not in this trace.
+-- communicator names the communicator once for all its members: the process group, else the
+-- channel with its member GPUs (`stream 31 @ 1000:0,1004:4`; nsysreport.sections.communicators
+-- names them by rank for the report). Materialised (CREATE TABLE) when the trace is opened.
+--
+-- Reads: collective
+--
+-- Columns:
+--   pid            BIGINT    process id
+--   device_id      BIGINT    nsys GPU id
+--   channel        VARCHAR   collective.channel
+--   communicator   VARCHAR   the communicator's id in this trace (above)
+--   comm_source    VARCHAR   trace metadata, matched instances or stream
+--   member_gpus    BIGINT    the communicator's GPUs in this trace (1: only this one)
+--   members        VARCHAR   those GPUs as pid:device_id, comma-separated, in order
+--   comm_ranks     VARCHAR   the process group's global ranks as recorded ("0,1"), else NULL
+--   comm_desc      VARCHAR   the process group's description as recorded, else NULL
+--   group_size     BIGINT    ranks in the communicator as collective sizes it (most kernels)
+--   group_source   VARCHAR   where group_size comes from (collective.group_source), else NULL
+CREATE TABLE comm_channel AS
+WITH channels AS (
+    SELECT pid, device_id, channel, any_value(comm_group) AS comm_group,
+        any_value(comm_ranks) AS comm_ranks, any_value(comm_desc) AS comm_desc,
+        mode(group_size) AS group_size,
+        arg_max(group_source, group_size IS NOT NULL) AS group_source
+    FROM collective
+    GROUP BY pid, device_id, channel
+),
+firsts AS (
+    SELECT pid, device_id, channel, end_ns,
+        row_number() OVER (PARTITION BY pid, device_id, channel ORDER BY start_ns, kernel_id) AS k
+    FROM collective
+    WHERE comm_group IS NULL
+    QUALIFY k <= 32
+),
+pairs AS (
+    SELECT a.pid, a.device_id, a.channel, b.pid AS peer_pid, b.device_id AS peer_device
+    FROM firsts AS a
+    JOIN firsts AS b
+        ON b.k = a.k AND (b.pid <> a.pid OR b.device_id <> a.device_id)
+    GROUP BY a.pid, a.device_id, a.channel, b.pid, b.device_id, b.channel
+    HAVING count(*) FILTER (abs(a.end_ns - b.end_ns) <= 2000) >= 0.9 * count(*)
+),
+matched AS (
+    -- each channel with its own GPU and its peers' (a GPU once, however many of its channels
+    -- matched)
+    SELECT pid, device_id, channel,
+        string_agg(peer_pid || ':' || peer_device, ',' ORDER BY peer_pid, peer_device)
+            AS members,
+        count(*) AS member_gpus
+    FROM (
+        SELECT DISTINCT * FROM pairs
+        UNION
+        SELECT DISTINCT pid, device_id, channel, pid, device_id FROM firsts
+    )
+    GROUP BY pid, device_id, channel
+),
+named AS (
+    SELECT comm_group,
+        string_agg(pid || ':' || device_id, ',' ORDER BY pid, device_id) AS members,
+        count(*) AS member_gpus
+    FROM (SELECT DISTINCT comm_group, pid, device_id FROM channels WHERE comm_group IS NOT NULL)
+    GROUP BY comm_group
+)
+SELECT c.pid, c.device_id, c.channel,
+    CASE WHEN c.comm_group IS NOT NULL THEN c.channel
+        ELSE c.channel || ' @ ' || m.members END AS communicator,
+    CASE WHEN c.comm_group IS NOT NULL THEN 'trace metadata'
+        WHEN m.member_gpus > 1 THEN 'matched instances'
+        ELSE 'stream' END AS comm_source,
+    coalesce(n.member_gpus, m.member_gpus) AS member_gpus,
+    coalesce(n.members, m.members) AS members,
+    c.comm_ranks, c.comm_desc, c.group_size, c.group_source
+FROM channels AS c
+LEFT JOIN named AS n ON n.comm_group = c.comm_group
+LEFT JOIN matched AS m ON m.pid = c.pid AND m.device_id = c.device_id AND m.channel = c.channel
