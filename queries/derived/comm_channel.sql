@@ -13,9 +13,13 @@
 -- stream (comm_source `stream`); its other members are not in this trace.
 -- communicator names the communicator once for all its members: the process group, else the
 -- channel with its member GPUs (`stream 31 @ 1000:0,1004:4`; nsysreport.sections.communicators
--- names them by rank for the report). Materialised (CREATE TABLE) when the trace is opened.
+-- names them by rank for the report). The group size is collective's (the trace's record
+-- first), except where collective could only count the GPUs of the trace that ran the op
+-- (gpus_in_trace, or unknown) and the channel's members were matched in a trace of the whole
+-- job (comm_world.partial false): then it is the member count (`matched instances`), the
+-- communicator's own size rather than that of everyone running the op. Materialised (CREATE TABLE) when the trace is opened.
 --
--- Reads: collective
+-- Reads: collective, comm_world
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -82,7 +86,12 @@ SELECT c.pid, c.device_id, c.channel,
         ELSE 'stream' END AS comm_source,
     coalesce(n.member_gpus, m.member_gpus) AS member_gpus,
     coalesce(n.members, m.members) AS members,
-    c.comm_ranks, c.comm_desc, c.group_size, c.group_source
+    c.comm_ranks, c.comm_desc,
+    CASE WHEN m.member_gpus > 1 AND NOT w.partial AND coalesce(c.group_source, 'gpus_in_trace')
+        = 'gpus_in_trace' THEN m.member_gpus ELSE c.group_size END AS group_size,
+    CASE WHEN m.member_gpus > 1 AND NOT w.partial AND coalesce(c.group_source, 'gpus_in_trace')
+        = 'gpus_in_trace' THEN 'matched instances' ELSE c.group_source END AS group_source
 FROM channels AS c
+CROSS JOIN comm_world AS w
 LEFT JOIN named AS n ON n.comm_group = c.comm_group
 LEFT JOIN matched AS m ON m.pid = c.pid AND m.device_id = c.device_id AND m.channel = c.channel
