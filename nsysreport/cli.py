@@ -22,6 +22,7 @@ from nsysreport.load import open_trace
 from nsysreport.patterns import parse_patterns
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
 from nsysreport.summary import print_comparison, print_summary
+from nsysreport.sections.communicators import parse_comm_groups
 from nsysreport.user_facts import Facts, parse_link_peaks, parse_model_shape
 from nsysreport.workers import default_jobs
 from nsysreport.writes import Input, Output, check_outputs, write_all
@@ -55,6 +56,11 @@ LINK_PEAK_HELP = (
 MODEL_HELP = (
     "hidden=H,dtype=D,tokens=T: the model's shape, to set each all-reduce's expected bytes "
     "2(TP-1)/TP x tokens x hidden x sizeof(dtype) beside the measured, e.g. hidden=8192,tokens=1."
+)
+COMM_GROUP_HELP = (
+    "NAME=RANKS|stream:N|REGEX: name a communicator's role (tp, dp, pp, ep or any word): the "
+    "one whose ranks are RANKS (0-3, or 0,4), that runs on stream N, or whose process group or "
+    "name REGEX matches (repeatable), e.g. tp=0-3 --comm-group tp=4-7 --comm-group dp=stream:31."
 )
 T = TypeVar("T")
 
@@ -142,6 +148,7 @@ def report(
     comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
     link_peak: Annotated[list[str] | None, typer.Option(help=LINK_PEAK_HELP)] = None,
     model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
+    comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     timeline_step: Annotated[
         str | None,
         typer.Option(help="Step the timeline shows: its NVTX name or number (default: median)."),
@@ -182,7 +189,11 @@ def report(
         if paper.lower() not in PAPER_SIZES:
             raise OptionError(f"--paper {paper!r}: expected A4 or letter")
         paths = expand_inputs(traces)
-        facts = Facts(parse_link_peaks(link_peak or []), parse_model_shape(model))
+        facts = Facts(
+            parse_link_peaks(link_peak or []),
+            parse_model_shape(model),
+            parse_comm_groups(comm_group or []),
+        )
         options = (top, timeline_step, _parse_range(timeline_range), facts)
         default = output is None
         files = outputs.page_outputs(

@@ -29,6 +29,7 @@
 --   ops            VARCHAR   its collective ops, most time first, comma-separated
 --   count          BIGINT    kernels
 --   total_ns       BIGINT    sum of durations
+--   comm_ns        BIGINT    union of its kernels
 --   exposed_ns     BIGINT    union of its kernels minus all compute on the GPU
 --   total_bytes    BIGINT    sum of message sizes, NULL when none is known
 --   busbw_gbps     DOUBLE    bus bandwidth, GB/s, NULL when sizes or the group size are unknown
@@ -70,14 +71,16 @@ ops AS (
     GROUP BY ALL
 ),
 exposed AS (
-    SELECT pid, device_id, group_key AS channel, sum(exposed_ns)::BIGINT AS exposed_ns
+    SELECT pid, device_id, group_key AS channel, sum(duration_ns)::BIGINT AS comm_ns,
+        sum(exposed_ns)::BIGINT AS exposed_ns
     FROM grouped_island
     WHERE grouping = 'comm'
     GROUP BY ALL
 )
 SELECT s.pid, s.device_id, s.channel, g.communicator, g.comm_source, g.member_gpus, g.members,
     g.comm_ranks, g.comm_desc, g.group_size, g.group_source, s.streams, o.ops, s.count,
-    s.total_ns, coalesce(e.exposed_ns, 0)::BIGINT AS exposed_ns, s.total_bytes,
+    s.total_ns, coalesce(e.comm_ns, 0)::BIGINT AS comm_ns,
+    coalesce(e.exposed_ns, 0)::BIGINT AS exposed_ns, s.total_bytes,
     CASE WHEN NOT s.size_needed THEN s.bus_bytes / nullif(s.timed_ns, 0) END AS busbw_gbps,
     s.in_layer
 FROM stats AS s
