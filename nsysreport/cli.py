@@ -284,7 +284,8 @@ def gate(
 
     \b
     Metrics (docs/metrics.md names; "worst" is the GPU or layer that is worst):
-      exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span)
+      exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span);
+                             exposed_comm_pct[ROLE] counts one role's communicators
       exposed_memcpy_pct     worst GPU, exposed_memcpy_ns as % of step time (or span)
       idle_pct               worst GPU, idle_ns as % of step time (or span)
       graph_opaque_pct       worst GPU, graph_opaque_ns as % of step time (or span)

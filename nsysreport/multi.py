@@ -21,17 +21,24 @@ from nsysreport import __version__
 from nsysreport.align import FileClock, align_files, session_epoch
 from nsysreport.database import connect
 from nsysreport.load import open_trace
-from nsysreport.model import Report, build_report
+from nsysreport.model import Report, build_report, with_role_sentence
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
+from nsysreport.sections.communicators import (
+    CommunicatorLayer,
+    CommunicatorReport,
+    CommunicatorStep,
+    renumbered,
+    with_roles,
+)
 from nsysreport.sections.data_path import regroup_rows
 from nsysreport.sections.gpu_breakdown import GpuReport
 from nsysreport.sections.gpu_metrics import GpuMetric, metric_order
 from nsysreport.sections.kernels import KernelSummary, build_kernels
-from nsysreport.sections.layers import across_gpus
+from nsysreport.sections.layers import OUTSIDE, across_gpus
 from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.timeline import (
     DEFAULT_ACTIVITIES,
@@ -208,6 +215,9 @@ def merge(
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
     paths, tps = [], []
     gpu_metrics: list[GpuMetric] = []
+    comms: list[CommunicatorReport] = []
+    comm_steps: list[CommunicatorStep] = []
+    comm_layers: list[CommunicatorLayer] = []
     for part, clock in zip(parts, clocks, strict=True):
         r, off = part.report, clock.offset_ns
 
@@ -255,6 +265,12 @@ def merge(
         gpu_metrics += [
             replace(m, file=part.name, rank=rank(m.pid, m.device_id)) for m in r.gpu_metrics
         ]
+        moved = renumbered(
+            r.communicators, r.communicator_steps, r.communicator_layers, part.name, rank
+        )
+        comms += moved[0]
+        comm_steps += moved[1]
+        comm_layers += moved[2]
 
     def order(x: Any) -> tuple[int, str, int, int]:
         return (x.rank, x.file, x.pid, x.device_id)
@@ -272,7 +288,16 @@ def merge(
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
     stragglers = _stragglers(parts, clocks, ranks)
-    verdict = bottleneck(gpus, across, collectives, stragglers)
+    comms_t, comm_steps_t, comm_layers_t = with_roles(
+        sorted(comms, key=lambda c: (*order(c), -c.total_ns, c.channel)),
+        sorted(comm_steps, key=lambda c: (*order(c), c.step_ordinal, c.communicator)),
+        sorted(comm_layers, key=lambda c: (*order(c), c.layer, c.communicator)),
+        facts.comm_groups,
+        any(x.layer != OUTSIDE for x in layers_t),
+    )
+    verdict = with_role_sentence(
+        bottleneck(gpus, across, collectives, stragglers), comms_t, comm_steps_t, steps, gpus
+    )
     return Report(
         tool_version=__version__,
         traces=tuple(t for p in parts for t in p.report.traces),
@@ -296,6 +321,9 @@ def merge(
         data_path=data_path,
         tp_structure=tp,
         gpu_metrics=tuple(sorted(gpu_metrics, key=metric_order)),
+        communicators=comms_t,
+        communicator_steps=comm_steps_t,
+        communicator_layers=comm_layers_t,
         gpu_metrics_ignored=tuple(
             replace(i, file=p.name) for p in parts for i in p.report.gpu_metrics_ignored
         ),

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -375,3 +375,34 @@ _COLLECTIVES = {
     "SendRecv": "send/receives",
     "Broadcast": "broadcasts",
 }
+
+
+def renumbered(
+    rows: Sequence[CommunicatorReport],
+    steps: Sequence[CommunicatorStep],
+    layers: Sequence[CommunicatorLayer],
+    file: str,
+    rank: Callable[[int, int], int],
+) -> tuple[list[CommunicatorReport], list[CommunicatorStep], list[CommunicatorLayer]]:
+    """One file's rows in a report over several files: its GPUs' ranks are `rank(pid,
+    device_id)`, and the communicators found by matched instances or by stream are named by
+    those ranks (a process group keeps its name and the ranks the trace records)."""
+    names: dict[tuple[int, int, str], str] = {}
+    out = []
+    for r in rows:
+        own = rank(r.pid, r.device_id)
+        members, name = r.members, r.communicator
+        if r.source == "matched instances":
+            keys = [k.split(":") for k in r.member_keys.split(",")]
+            members = tuple(sorted(rank(int(p), int(d)) for p, d in keys))
+            name = f"{r.channel}, ranks {_ranks_text(members)}"
+        elif r.source == "stream":
+            members, name = (own,), f"{r.channel} of rank {own}"
+        names[(r.pid, r.device_id, r.communicator)] = name
+        out.append(replace(r, file=file, rank=own, members=members, communicator=name))
+
+    def moved(x: Any) -> Any:
+        name = names[(x.pid, x.device_id, x.communicator)]
+        return replace(x, file=file, rank=rank(x.pid, x.device_id), communicator=name)
+
+    return out, [moved(s) for s in steps], [moved(x) for x in layers]
