@@ -141,6 +141,8 @@ class _Job:
         for it (TP), else it runs beside the compute stream's later work (DP)."""
         stream = TP_STREAM if role == "tp" else DP_STREAM
         size = self.c.tp if role == "tp" else self.c.dp
+        if size == 1:
+            return  # a communicator of one rank: nothing to exchange
         ns = allreduce_ns(message_bytes, size, LINKS[self.c.link])
         arrivals: dict[int, int] = {}
         launches: dict[int, tuple[int, int]] = {}

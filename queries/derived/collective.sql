@@ -21,7 +21,10 @@
 -- (docs/export-format.md).
 -- The channel is the kernel's communicator as this GPU sees it: the process group the trace
 -- names (`process group NAME`), else its stream (`stream N`: NCCL runs each communicator's
--- kernels on a stream of their own, and PyTorch gives each process group one per device).
+-- kernels on a stream of their own, and PyTorch gives each process group one per device). A
+-- kernel the trace records no group for, on a stream whose other kernels all name one process
+-- group, is on that group's channel (channel_source `stream of process group`: the real MI300
+-- trace's five warm-up kernels without args). Its group size stays what the rules above give.
 -- comm_channel tells which GPUs' channels form one communicator. Materialised (CREATE TABLE) when the trace is opened: four
 -- analyses read it.
 --
@@ -42,7 +45,9 @@
 --   group_source   VARCHAR   where group_size comes from (above), NULL when it is unknown
 --   comm_group     VARCHAR   the process group's name as the trace records it, else NULL
 --   stream_id      BIGINT    the kernel's stream
---   channel        VARCHAR   `process group NAME` when comm_group is known, else `stream N`
+--   channel        VARCHAR   `process group NAME` when comm_group is known (or the stream's
+--                            kernels name one group alone), else `stream N`
+--   channel_source VARCHAR   trace metadata, stream of process group, or stream
 --   comm_ranks     VARCHAR   the process group's global ranks ("0,1"), as recorded, else NULL
 --   comm_desc      VARCHAR   the process group's description, as recorded, else NULL
 CREATE TABLE collective AS
@@ -107,6 +112,14 @@ sized AS (
     JOIN op_gpus AS g ON g.op = x.op
     CROSS JOIN comm_world AS w
     LEFT JOIN launch_group AS l ON l.globalPid = x.global_pid AND l.correlationId = x.correlation_id
+),
+stream_group AS (
+    -- the one process group a stream's kernels name, where they name exactly one
+    SELECT pid, device_id, stream_id, min(comm_group) AS comm_group
+    FROM sized
+    WHERE comm_group IS NOT NULL
+    GROUP BY ALL
+    HAVING count(DISTINCT comm_group) = 1
 )
 SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.op, x.op_source,
     coalesce(x.nccl_bytes, o.bytes) AS message_bytes,
@@ -114,7 +127,13 @@ SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.o
         AS ordinal,
     x.group_size, x.group_source, x.comm_group, x.stream_id,
     CASE WHEN x.comm_group IS NOT NULL THEN 'process group ' || x.comm_group
+        WHEN sg.comm_group IS NOT NULL THEN 'process group ' || sg.comm_group
         ELSE 'stream ' || coalesce(x.stream_id::VARCHAR, '?') END AS channel,
+    CASE WHEN x.comm_group IS NOT NULL THEN 'trace metadata'
+        WHEN sg.comm_group IS NOT NULL THEN 'stream of process group'
+        ELSE 'stream' END AS channel_source,
     x.comm_ranks, x.comm_desc
 FROM sized AS x
 LEFT JOIN comm_bytes_option AS o ON o.op = x.op
+LEFT JOIN stream_group AS sg
+    ON sg.pid = x.pid AND sg.device_id = x.device_id AND sg.stream_id = x.stream_id

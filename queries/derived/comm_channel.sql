@@ -17,7 +17,9 @@
 -- first), except where collective could only count the GPUs of the trace that ran the op
 -- (gpus_in_trace, or unknown) and the channel's members were matched in a trace of the whole
 -- job (comm_world.partial false): then it is the member count (`matched instances`), the
--- communicator's own size rather than that of everyone running the op. Materialised (CREATE TABLE) when the trace is opened.
+-- communicator's own size rather than that of everyone running the op. A channel whose kernels
+-- carry several sizes takes the one of its most trusted source (the trace's record, then the
+-- world size, then a count), the largest among equals. Materialised (CREATE TABLE) when the trace is opened.
 --
 -- Reads: collective, comm_world
 --
@@ -35,18 +37,24 @@
 --   group_source   VARCHAR   where group_size comes from (collective.group_source), else NULL
 CREATE TABLE comm_channel AS
 WITH channels AS (
-    SELECT pid, device_id, channel, any_value(comm_group) AS comm_group,
+    SELECT pid, device_id, channel,
+        CASE WHEN channel LIKE 'process group %' THEN channel[15:] END AS comm_group,
         any_value(comm_ranks) AS comm_ranks, any_value(comm_desc) AS comm_desc,
-        mode(group_size) AS group_size,
-        arg_max(group_source, group_size IS NOT NULL) AS group_source
-    FROM collective
+        -- the size its most trusted kernels carry (the trace's own record first)
+        arg_max(group_size, (trust, group_size)) AS group_size,
+        arg_max(group_source, (trust, group_size)) AS group_source
+    FROM (
+        SELECT *, CASE WHEN group_source LIKE 'torch%' THEN 3 WHEN group_source = 'world_size'
+            THEN 2 WHEN group_source IS NOT NULL THEN 1 ELSE 0 END AS trust
+        FROM collective
+    )
     GROUP BY pid, device_id, channel
 ),
 firsts AS (
     SELECT pid, device_id, channel, end_ns,
         row_number() OVER (PARTITION BY pid, device_id, channel ORDER BY start_ns, kernel_id) AS k
     FROM collective
-    WHERE comm_group IS NULL
+    WHERE channel_source = 'stream'
     QUALIFY k <= 32
 ),
 pairs AS (
