@@ -21,8 +21,8 @@ from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.patterns import parse_patterns
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
-from nsysreport.summary import print_comparison, print_summary
 from nsysreport.sections.communicators import parse_comm_groups
+from nsysreport.summary import print_comparison, print_summary
 from nsysreport.user_facts import Facts, parse_link_peaks, parse_model_shape
 from nsysreport.workers import default_jobs
 from nsysreport.writes import Input, Output, check_outputs, write_all

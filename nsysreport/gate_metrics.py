@@ -135,30 +135,31 @@ def _exposed_comm_share(report: Report, role: str | None) -> Measure:
         exposed: dict[tuple[str, int, int, int], int] = {}
         for x in report.communicator_steps:
             if x.role == role:
-                key = (x.file, x.pid, x.device_id, x.step_ordinal)
-                exposed[key] = exposed.get(key, 0) + x.exposed_ns
+                step = (x.file, x.pid, x.device_id, x.step_ordinal)
+                exposed[step] = exposed.get(step, 0) + x.exposed_ns
         shares: dict[GpuKey, list[float]] = {}
         ranks: dict[GpuKey, int] = {}
         for s in report.steps:
-            key = (s.file, s.pid, s.device_id)
-            if key in gpus and s.step_time_ns > 0:
-                got = exposed.get((*key, s.ordinal), 0)
-                shares.setdefault(key, []).append(100.0 * got / s.step_time_ns)
-                ranks[key] = s.rank
+            gpu = (s.file, s.pid, s.device_id)
+            if gpu in gpus and s.step_time_ns > 0:
+                got = exposed.get((*gpu, s.ordinal), 0)
+                shares.setdefault(gpu, []).append(100.0 * got / s.step_time_ns)
+                ranks[gpu] = s.rank
         if shares:
             medians = {k: statistics.median(v) for k, v in shares.items()}
             worst = max(medians.values())
-            key = next(k for k, v in medians.items() if v == worst)
-            values = shares[key]
-            spread = Spread(min(values), max(values), len(values), f"steps of rank {ranks[key]}")
-            note = f"{role}, rank {ranks[key]}, median of {len(values)} steps"
+            chosen = next(k for k, v in medians.items() if v == worst)
+            values = shares[chosen]
+            over = f"steps of rank {ranks[chosen]}"
+            spread = Spread(min(values), max(values), len(values), over)
+            note = f"{role}, rank {ranks[chosen]}, median of {len(values)} steps"
             return Measure(worst, spread, note)
     spans = {_key(g): g.span_ns for g in report.gpus}
     totals: dict[GpuKey, float | None] = {}
     for c in mine:
-        key = (c.file, c.pid, c.device_id)
-        if spans.get(key):
-            totals[key] = (totals.get(key) or 0.0) + 100.0 * c.exposed_ns / spans[key]
+        gpu = (c.file, c.pid, c.device_id)
+        if spans.get(gpu):
+            totals[gpu] = (totals.get(gpu) or 0.0) + 100.0 * c.exposed_ns / spans[gpu]
     return _worst_gpu(report, totals, max, "no GPU activity", f"{role}, whole trace (no steps)")
 
 

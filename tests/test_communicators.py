@@ -101,7 +101,8 @@ def test_the_tp_x_dp_sample_splits_exactly_as_simulated(sample: Report) -> None:
             assert c.rank in c.members
     per_gpu = {(c.rank, c.role) for c in sample.communicators}
     assert per_gpu == {(r, role) for r in range(8) for role in ("tp", "dp")}
-    assert "inside layer ranges" in next(c for c in sample.communicators if c.role == "tp").role_source  # type: ignore[operator]
+    why = next(c for c in sample.communicators if c.role == "tp").role_source
+    assert why is not None and "inside layer ranges" in why
 
 
 def test_per_role_exposed_comm_is_the_simulated_kernels_exposure(sample: Report) -> None:
@@ -151,7 +152,7 @@ def test_gate_metric_exposed_comm_pct_of_a_role(sample: Report) -> None:
     measure = metric.compute(sample, role)
     assert measure.value == pytest.approx(worst, rel=1e-9)
     dp = metric.compute(sample, "dp").value
-    assert dp is not None and 0 < dp < measure.value
+    assert dp is not None and measure.value is not None and 0 < dp < measure.value
     whole, _ = metric_of("exposed_comm_pct")
     assert whole.compute(sample, None).value == metric.compute(sample, None).value
     with pytest.raises(OptionError, match="no communicator has the role 'ep'"):
@@ -189,6 +190,7 @@ def two_group_kineto(path: Path) -> Path:
     """Rank 0 of an 8-rank job with two process groups: "2" (TP, ranks 0-3, stream 20) and
     "5" (DP, ranks 0 and 4, stream 24); two all-reduces of 1,000,000 bytes on the first, each
     100 µs, one on the second, 200 µs, launched inside / outside no layer range."""
+
     def kernel(ts: int, dur: int, stream: int, corr: int, group: str, ranks: list[int]) -> Any:
         return {
             "ph": "X", "cat": "kernel", "name": ALLREDUCE, "pid": 0, "tid": stream, "ts": ts,
@@ -234,7 +236,12 @@ def test_a_kineto_trace_gives_each_kernel_its_process_group(tmp_path: Path) -> N
     report = analyse(trace)
     comms = {c.communicator: c for c in report.communicators}
     tp, dp = comms["process group 2"], comms["process group 5"]
-    assert (tp.members, tp.group_size, tp.source, tp.count) == ((0, 1, 2, 3), 4, "trace metadata", 2)
+    assert (tp.members, tp.group_size, tp.source, tp.count) == (
+        (0, 1, 2, 3),
+        4,
+        "trace metadata",
+        2,
+    )
     assert (dp.members, dp.group_size, dp.source, dp.count) == ((0, 4), 2, "trace metadata", 1)
     # roles from the process groups' descriptions
     assert (tp.role, dp.role) == ("tp", "dp")
@@ -292,7 +299,10 @@ def test_real_kineto_nccl_kernels_carry_their_process_group_where_recorded(name:
     if recorded:
         (pg,) = [c for c in report.communicators if c.source == "trace metadata"]
         assert (pg.communicator, pg.group_size, pg.members, pg.description) == (
-            f"process group {group}", size, ranks, desc
+            f"process group {group}",
+            size,
+            ranks,
+            desc,
         )
         # every NCCL kernel is on it: MI300's 5 kernels without args share its stream
         assert pg.count == len(kernels)
@@ -348,14 +358,21 @@ def test_a_layer_s_collectives_per_communicator(sample: Report) -> None:
 
 
 def test_a_trace_of_one_gpu_per_rank_without_layers_has_no_role(tmp_path: Path) -> None:
-    kernels = [Kernel(1_000 * i, 1_000 * i + 500, "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 9, 100)
-               for i in range(1, 4)]  # fmt: skip
+    name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+    kernels = [Kernel(1_000 * i, 1_000 * i + 500, name, 0, 9, 100) for i in range(1, 4)]
     trace = write_trace_of(tmp_path, kernels)
     (c,) = analyse(trace).communicators
-    assert (c.communicator, c.source, c.role, c.role_source) == ("stream 9 of rank 0", "stream", None, None)
+    assert (c.communicator, c.source, c.role, c.role_source) == (
+        "stream 9 of rank 0",
+        "stream",
+        None,
+        None,
+    )
 
 
 def write_trace_of(tmp_path: Path, kernels: list[Kernel]) -> Path:
     from nsysreport.synth import Scenario
 
-    return write_trace(Scenario(kernels=kernels, nvtx=[NvtxRange(0, 10, "x")]), tmp_path / "t.sqlite")
+    return write_trace(
+        Scenario(kernels=kernels, nvtx=[NvtxRange(0, 10, "x")]), tmp_path / "t.sqlite"
+    )

@@ -75,7 +75,9 @@ def parse_comm_groups(items: Iterable[str]) -> tuple[CommGroupSpec, ...]:
             try:
                 re.compile(value)
             except re.error as exc:
-                raise OptionError(f"--comm-group {item!r}: not a regular expression ({exc})")
+                raise OptionError(
+                    f"--comm-group {item!r}: not a regular expression ({exc})"
+                ) from None
             specs.append(CommGroupSpec(name, pattern=value))
     return tuple(specs)
 
@@ -216,17 +218,30 @@ def build_communicators(
         )  # fmt: skip
     steps = tuple(
         CommunicatorStep(
-            file, r["pid"], r["device_id"], ranks[(r["pid"], r["device_id"])][0],
-            r["step_ordinal"], names[(r["pid"], r["device_id"], r["channel"])], None,
-            r["comm_ns"], r["exposed_ns"],
-        )  # fmt: skip
+            file,
+            r["pid"],
+            r["device_id"],
+            ranks[(r["pid"], r["device_id"])][0],
+            r["step_ordinal"],
+            names[(r["pid"], r["device_id"], r["channel"])],
+            None,
+            r["comm_ns"],
+            r["exposed_ns"],
+        )
         for r in run_query(con, "communicator_step").to_dicts()
     )
     layers = tuple(
         CommunicatorLayer(
-            file, r["pid"], r["device_id"], ranks[(r["pid"], r["device_id"])][0], r["layer"],
-            names[(r["pid"], r["device_id"], r["channel"])], None, r["count"], r["total_ns"],
-        )  # fmt: skip
+            file,
+            r["pid"],
+            r["device_id"],
+            ranks[(r["pid"], r["device_id"])][0],
+            r["layer"],
+            names[(r["pid"], r["device_id"], r["channel"])],
+            None,
+            r["count"],
+            r["total_ns"],
+        )
         for r in run_query(con, "communicator_layer").to_dicts()
     )
     return tuple(rows), steps, layers
@@ -259,7 +274,10 @@ def assign_roles(
     roles: dict[str, tuple[str | None, str | None]] = {}
     for name, members in by_comm.items():
         roles[name] = _role(members, specs, has_layers)
-    return [replace(r, role=roles[r.communicator][0], role_source=roles[r.communicator][1]) for r in rows]
+    return [
+        replace(r, role=roles[r.communicator][0], role_source=roles[r.communicator][1])
+        for r in rows
+    ]
 
 
 def _role(
@@ -308,8 +326,12 @@ def with_roles(
     role = {(r.file, r.pid, r.device_id, r.communicator): r.role for r in named}
     return (
         tuple(named),
-        tuple(replace(s, role=role.get((s.file, s.pid, s.device_id, s.communicator))) for s in steps),
-        tuple(replace(x, role=role.get((x.file, x.pid, x.device_id, x.communicator))) for x in layers),
+        tuple(
+            replace(s, role=role.get((s.file, s.pid, s.device_id, s.communicator))) for s in steps
+        ),
+        tuple(
+            replace(x, role=role.get((x.file, x.pid, x.device_id, x.communicator))) for x in layers
+        ),
     )
 
 

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Annotated, Iterator
+from typing import Annotated
 
 import typer
 
