@@ -79,8 +79,13 @@ def uncovered(pieces: list[tuple[int, int]], cover: list[tuple[int, int]]) -> in
     return total
 
 
-def test_the_sample_is_the_simulator_s_output_and_small() -> None:
+def test_the_sample_is_the_simulator_s_output_and_small(tmp_path: Path) -> None:
     assert SAMPLE_PATH.stat().st_size < 600 * 1024
+    written = write_trace(training(SAMPLE), tmp_path / SAMPLE_NAME)
+    assert written.read_bytes() == SAMPLE_PATH.read_bytes(), (
+        f"sample_traces/{SAMPLE_NAME} is stale: python -m nsysreport.synth.training "
+        f"--out sample_traces/{SAMPLE_NAME}"
+    )
     assert truth() == {
         "tp": {"stream": TP_STREAM, "ranks": [[0, 1, 2, 3], [4, 5, 6, 7]]},
         "dp": {"stream": DP_STREAM, "ranks": [[0, 4], [1, 5], [2, 6], [3, 7]]},
