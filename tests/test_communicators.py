@@ -332,18 +332,29 @@ def test_compare_sets_each_role_side_by_side(tmp_path: Path, sample: Report) -> 
     assert sentence is not None and sentence.startswith("Exposed comm per step and GPU by role")
 
 
-def test_per_rank_files_keep_the_roles_by_stream(tmp_path: Path) -> None:
-    """One file per rank: no file can see its peers, so each communicator is its stream; the
-    heuristics still tell TP (inside layers) from DP (outside)."""
+def test_per_rank_files_on_shifted_clocks_find_the_groups_across_files(tmp_path: Path) -> None:
+    """One file per rank: no file alone can see its peers; over all files on the aligned clock
+    the channels whose instances end together are one communicator again, as simulated."""
     config = TrainingConfig(tp=2, dp=2, layers=2, steps=1)
-    files = write_rank_files(training(config), tmp_path / "ranks", [0, 0, 0, 0])
+    shifts = [0, 3_000_000, -1_500_000, 7_000_000]
+    files = write_rank_files(training(config), tmp_path / "ranks", shifts)
+    for file in files:  # each file alone: its streams only
+        assert {c.source for c in analyse(file).communicators} == {"stream"}
     report = analyse(files, jobs=1)
-    assert {(c.rank, c.role, c.source) for c in report.communicators} == {
-        (r, role, "stream") for r in range(4) for role in ("tp", "dp")
+    got = {(c.role, c.members, c.source, c.group_size) for c in report.communicators}
+    assert got == {
+        ("tp", (0, 1), "matched instances", 2),
+        ("tp", (2, 3), "matched instances", 2),
+        ("dp", (0, 2), "matched instances", 2),
+        ("dp", (1, 3), "matched instances", 2),
     }
     assert {c.communicator for c in report.communicators if c.rank == 3} == {
-        "stream 23 of rank 3",
-        "stream 31 of rank 3",
+        "stream 23, ranks 2,3",
+        "stream 31, ranks 1,3",
+    }
+    assert {x.communicator for x in report.communicator_steps if x.rank == 3} == {
+        "stream 23, ranks 2,3",
+        "stream 31, ranks 1,3",
     }
 
 

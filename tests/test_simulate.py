@@ -16,7 +16,6 @@ from nsysreport.model import build_report
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
 from nsysreport.synth import Kernel, NvtxRange, write_trace
-from nsysreport.synth.training import SAMPLE_NAME as TRAINING_SAMPLE
 from nsysreport.synth.simulate import (
     ALLGATHER,
     ALLREDUCE,
@@ -40,6 +39,7 @@ from nsysreport.synth.simulate import (
     sample_name,
     tensor_parallel,
 )
+from nsysreport.synth.training import SAMPLE_NAME as TRAINING_SAMPLE
 
 from conftest import REPO
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.errors import OptionError
 from nsysreport.queries import run_query
+from nsysreport.sections.collectives import COUNTED, bus_factor
 from nsysreport.units import pct
 
 if TYPE_CHECKING:
@@ -107,6 +108,7 @@ class CommunicatorReport:
     comm_ns: int  # union of its kernels
     exposed_ns: int  # of that, time no compute covers
     total_bytes: int | None
+    algbw_gbps: float | None  # bytes over the time of the kernels with a size
     busbw_gbps: float | None
     in_layer: int  # kernels launched inside a layer range
     matched_instances: int  # straggler analysis within its members (0: not matched)
@@ -210,7 +212,8 @@ def build_communicators(
                 group_size=r["group_size"], group_source=r["group_source"], role=None,
                 role_source=None, streams=r["streams"], ops=r["ops"], count=r["count"],
                 total_ns=r["total_ns"], comm_ns=r["comm_ns"], exposed_ns=r["exposed_ns"],
-                total_bytes=r["total_bytes"], busbw_gbps=r["busbw_gbps"],
+                total_bytes=r["total_bytes"], algbw_gbps=r["algbw_gbps"],
+                busbw_gbps=r["busbw_gbps"],
                 in_layer=r["in_layer"], matched_instances=w.get("matched_instances", 0),
                 last_arrivals=w.get("last_arrivals", 0), wait_ns=w.get("wait_ns", 0),
                 caused_wait_ns=w.get("caused_wait_ns", 0),
@@ -428,3 +431,45 @@ def renumbered(
         return replace(x, file=file, rank=rank(x.pid, x.device_id), communicator=name)
 
     return out, [moved(s) for s in steps], [moved(x) for x in layers]
+
+
+def matched_across(
+    rows: Sequence[CommunicatorReport],
+    steps: Sequence[CommunicatorStep],
+    layers: Sequence[CommunicatorLayer],
+    matches: Mapping[tuple[str, int, int, str], tuple[tuple[str, int, int], ...]],
+    ranks: Mapping[tuple[str, int, int], tuple[int, str]],
+    gpus: int,
+) -> tuple[list[CommunicatorReport], list[CommunicatorStep], list[CommunicatorLayer]]:
+    """Several files' rows, with each stream-only communicator joined to the other files'
+    channels whose instances end with its own (`matches`: per file, GPU and channel, the
+    matched GPUs, its own included). Its members are then those GPUs' ranks; its group size,
+    where the files could not tell it and hold the whole job (no rank named at or past the
+    `gpus` GPUs), their count, and the bus bandwidth of a one-op communicator with it."""
+    whole_job = max((r for r, _ in ranks.values()), default=-1) + 1 <= gpus
+    names: dict[tuple[str, int, int, str], str] = {}
+    out = []
+    for r in rows:
+        found = matches.get((r.file, r.pid, r.device_id, r.channel), ())
+        if r.source != "stream" or len(found) < 2:
+            out.append(r)
+            continue
+        members = tuple(sorted(ranks[g][0] for g in found))
+        name = f"{r.channel}, ranks {_ranks_text(members)}"
+        names[(r.file, r.pid, r.device_id, r.communicator)] = name
+        size, source, busbw = r.group_size, r.group_source, r.busbw_gbps
+        if whole_job and source in (None, COUNTED):
+            size, source = len(found), "matched instances"
+            factor = bus_factor(r.ops, size) if "," not in r.ops else None
+            if r.algbw_gbps is not None and factor is not None:
+                busbw = r.algbw_gbps * factor
+        out.append(
+            replace(r, communicator=name, source="matched instances", members=members,
+                    group_size=size, group_source=source, busbw_gbps=busbw)
+        )  # fmt: skip
+
+    def renamed(x: Any) -> Any:
+        name = names.get((x.file, x.pid, x.device_id, x.communicator))
+        return x if name is None else replace(x, communicator=name)
+
+    return out, [renamed(s) for s in steps], [renamed(x) for x in layers]

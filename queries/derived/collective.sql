@@ -45,8 +45,7 @@
 --   group_source   VARCHAR   where group_size comes from (above), NULL when it is unknown
 --   comm_group     VARCHAR   the process group's name as the trace records it, else NULL
 --   stream_id      BIGINT    the kernel's stream
---   channel        VARCHAR   `process group NAME` when comm_group is known (or the stream's
---                            kernels name one group alone), else `stream N`
+--   channel        VARCHAR   `process group NAME` (comm_group, else its stream's), or `stream N`
 --   channel_source VARCHAR   trace metadata, stream of process group, or stream
 --   comm_ranks     VARCHAR   the process group's global ranks ("0,1"), as recorded, else NULL
 --   comm_desc      VARCHAR   the process group's description, as recorded, else NULL

@@ -4,11 +4,8 @@
 -- kernel's stream. A communicator is the set of channels, one per member GPU, that run the
 -- same collectives. Where the trace names the process group (a PyTorch profiler trace), the
 -- channels of that name are one communicator (comm_source `trace metadata`). Otherwise a
--- channel's communicator is found from its instances: a collective ends at the same time on
--- every member (the last rank's data completes it everywhere), so two channels on different
--- GPUs of the trace are members of one communicator when, of their first 32 instances taken
--- in start order (the k-th against the k-th), at least 90% end within 2 µs of each other
--- (comm_source `matched instances`). A channel that matches no other (one GPU in the file, or
+-- channel's communicator is found from its instances (comm_match: the channels on other GPUs
+-- whose instances end with its own; comm_source `matched instances`). A channel that matches no other (one GPU in the file, or
 -- a capture that cut its instances apart) is a communicator of its own, known only by its
 -- stream (comm_source `stream`); its other members are not in this trace.
 -- communicator names the communicator once for all its members: the process group, else the
@@ -21,7 +18,7 @@
 -- carry several sizes takes the one of its most trusted source (the trace's record, then the
 -- world size, then a count), the largest among equals. Materialised (CREATE TABLE) when the trace is opened.
 --
--- Reads: collective, comm_world
+-- Reads: collective, comm_match, comm_world
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -50,35 +47,6 @@ WITH channels AS (
     )
     GROUP BY pid, device_id, channel
 ),
-firsts AS (
-    SELECT pid, device_id, channel, end_ns,
-        row_number() OVER (PARTITION BY pid, device_id, channel ORDER BY start_ns, kernel_id) AS k
-    FROM collective
-    WHERE channel_source = 'stream'
-    QUALIFY k <= 32
-),
-pairs AS (
-    SELECT a.pid, a.device_id, a.channel, b.pid AS peer_pid, b.device_id AS peer_device
-    FROM firsts AS a
-    JOIN firsts AS b
-        ON b.k = a.k AND (b.pid <> a.pid OR b.device_id <> a.device_id)
-    GROUP BY a.pid, a.device_id, a.channel, b.pid, b.device_id, b.channel
-    HAVING count(*) FILTER (abs(a.end_ns - b.end_ns) <= 2000) >= 0.9 * count(*)
-),
-matched AS (
-    -- each channel with its own GPU and its peers' (a GPU once, however many of its channels
-    -- matched)
-    SELECT pid, device_id, channel,
-        string_agg(peer_pid || ':' || peer_device, ',' ORDER BY peer_pid, peer_device)
-            AS members,
-        count(*) AS member_gpus
-    FROM (
-        SELECT DISTINCT * FROM pairs
-        UNION
-        SELECT DISTINCT pid, device_id, channel, pid, device_id FROM firsts
-    )
-    GROUP BY pid, device_id, channel
-),
 named AS (
     SELECT comm_group,
         string_agg(pid || ':' || device_id, ',' ORDER BY pid, device_id) AS members,
@@ -102,4 +70,4 @@ SELECT c.pid, c.device_id, c.channel,
 FROM channels AS c
 CROSS JOIN comm_world AS w
 LEFT JOIN named AS n ON n.comm_group = c.comm_group
-LEFT JOIN matched AS m ON m.pid = c.pid AND m.device_id = c.device_id AND m.channel = c.channel
+LEFT JOIN comm_match AS m ON m.pid = c.pid AND m.device_id = c.device_id AND m.channel = c.channel

@@ -32,6 +32,7 @@
 --   comm_ns        BIGINT    union of its kernels
 --   exposed_ns     BIGINT    union of its kernels minus all compute on the GPU
 --   total_bytes    BIGINT    sum of message sizes, NULL when none is known
+--   algbw_gbps     DOUBLE    algorithm bandwidth, GB/s: bytes over the time of the sized kernels
 --   busbw_gbps     DOUBLE    bus bandwidth, GB/s, NULL when sizes or the group size are unknown
 --   in_layer       BIGINT    kernels launched inside a layer range
 WITH kernels AS (
@@ -81,6 +82,7 @@ SELECT s.pid, s.device_id, s.channel, g.communicator, g.comm_source, g.member_gp
     g.comm_ranks, g.comm_desc, g.group_size, g.group_source, s.streams, o.ops, s.count,
     s.total_ns, coalesce(e.comm_ns, 0)::BIGINT AS comm_ns,
     coalesce(e.exposed_ns, 0)::BIGINT AS exposed_ns, s.total_bytes,
+    s.total_bytes / nullif(s.timed_ns, 0) AS algbw_gbps,
     CASE WHEN NOT s.size_needed THEN s.bus_bytes / nullif(s.timed_ns, 0) END AS busbw_gbps,
     s.in_layer
 FROM stats AS s
