@@ -22,6 +22,7 @@ _API = {
     "GateResult": "nsysreport.gate",
     "Budget": "nsysreport.gate_budget",
     "Patterns": "nsysreport.patterns",
+    "write_perfetto": "nsysreport.analysis",
     "NsysReportError": "nsysreport.errors",
 }
 __all__ = [  # the names of _API, spelled out for linters and type checkers
@@ -38,10 +39,11 @@ __all__ = [  # the names of _API, spelled out for linters and type checkers
     "open_report",
     "render_html",
     "write_pdf",
+    "write_perfetto",
 ]
 
 if TYPE_CHECKING:
-    from nsysreport.analysis import analyse, open_report
+    from nsysreport.analysis import analyse, open_report, write_perfetto
     from nsysreport.compare import Comparison, compare_reports
     from nsysreport.errors import NsysReportError
     from nsysreport.gate import GateResult, gate_report

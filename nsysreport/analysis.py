@@ -5,16 +5,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from nsysreport.database import DERIVING
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.model import Report, build_report
 from nsysreport.model_json import saved_json
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
+from nsysreport.perfetto import trace_json
 from nsysreport.trace_file import check_file
 from nsysreport.user_facts import Facts
 from nsysreport.workers import default_jobs
+
+if TYPE_CHECKING:
+    import duckdb
 
 Progress = Callable[[str], None]
 Window = tuple[int | None, int | None]  # --timeline-range: ns after the first activity
@@ -77,11 +83,24 @@ def analyse_one(
 ) -> Report:
     """The report of the one trace at `path`; `facts`: what the user tells of the hardware
     and the model (--link-peak, --model)."""
-    loading = None if progress is None else (lambda table: progress(f"loading {table}"))
-    con = open_trace(path, loading, patterns, cache)
+    con = load_one(path, patterns, cache, progress)
+    return build_report(con, path, top, timeline_step, timeline_range, facts=facts)
+
+
+def load_one(
+    path: Path, patterns: Patterns, cache: bool = False, progress: Progress | None = None
+) -> duckdb.DuckDBPyConnection:
+    """The loaded trace at `path`, ready for the report queries."""
+
+    def loading(name: str) -> None:
+        """Each table's name as it loads, then the DERIVING step."""
+        if progress is not None:
+            progress(name if name == DERIVING else f"loading {name}")
+
+    con = open_trace(path, None if progress is None else loading, patterns, cache)
     if progress is not None:
         progress("analysing")
-    return build_report(con, path, top, timeline_step, timeline_range, facts=facts)
+    return con
 
 
 def open_report(path: Path, patterns: Patterns | None = None, cache: bool = False) -> Report:
@@ -91,3 +110,21 @@ def open_report(path: Path, patterns: Patterns | None = None, cache: bool = Fals
     if saved is not None:
         return Report.from_json(saved, path)
     return analyse(path, patterns, cache=cache)
+
+
+def write_perfetto(
+    trace: str | Path,
+    path: str | Path,
+    patterns: Patterns | None = None,
+    timeline_step: str | None = None,
+    timeline_range: Window = (None, None),
+    cache: bool = False,
+) -> Path:
+    """Write the Perfetto trace of one trace file to `path` (what `report --perfetto` writes,
+    nsysreport.perfetto) and return that path."""
+    source, target = Path(trace), Path(path)
+    con = load_one(source, patterns or Patterns(), cache)
+    report = build_report(con, source, timeline_step=timeline_step, timeline_range=timeline_range)
+    chosen = timeline_step is not None or timeline_range != (None, None)
+    target.write_text(trace_json(con, report, chosen), encoding="utf-8")
+    return target

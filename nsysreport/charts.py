@@ -264,8 +264,10 @@ def timeline_chart(t: Timeline) -> str:
     return _svg(buffer)
 
 
-def layer_chart(layers: Sequence[LayerAcrossGpus]) -> str:
-    """Per layer in model order: mean compute and mean exposed comm per GPU, stacked."""
+def layer_chart(layers: Sequence[LayerAcrossGpus], layers_only: bool = False) -> str:
+    """Per layer in model order: mean compute and mean exposed comm per GPU, stacked.
+    `layers_only`: (outside layers) is left out (the layers hold a tiny share of the time),
+    which the axis says, so the scale is the layers' own."""
     names = [_text(x.layer) for x in layers]
     unit, scale = _time_unit(max(x.compute_mean_ns + x.exposed_comm_mean_ns for x in layers))
     height = 0.2 * len(layers) + 1.1 if len(layers) <= 40 else 0.12 * len(layers) + 1.1
@@ -284,7 +286,8 @@ def layer_chart(layers: Sequence[LayerAcrossGpus]) -> str:
         )
         ax.set_yticks(rows, names, fontsize=8 if len(layers) <= 40 else 5)
         ax.set_ylim(len(layers) - 0.5, -0.5)
-        ax.set_xlabel(f"time per GPU, mean over GPUs ({unit})")
+        scope = "; layer ranges only, (outside layers) left out" if layers_only else ""
+        ax.set_xlabel(f"time per GPU, mean over GPUs ({unit}){scope}")
         _legend_above(ax, 2)
     return _svg(buffer)
 

@@ -5,23 +5,26 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Annotated, TypeVar
 
 import typer
 
 from nsysreport import __version__, cache_files, gate_budget, gate_output, outputs, queries
-from nsysreport.analysis import open_report
+from nsysreport.analysis import Progress, open_report
 from nsysreport.compare import as_json, compare, input_files, load_inputs
 from nsysreport.errors import NsysReportError, OptionError
 from nsysreport.gate import GateResult, evaluate
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.patterns import parse_patterns
+from nsysreport.perfetto import OPEN_HINT
+from nsysreport.progress import terminal_progress
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
 from nsysreport.sections.communicators import parse_comm_groups
+from nsysreport.sqlite_copy import table_rows
 from nsysreport.summary import print_comparison, print_summary
 from nsysreport.user_facts import Facts, parse_link_peaks, parse_model_shape
 from nsysreport.workers import default_jobs
@@ -173,6 +176,14 @@ def report(
         bool,
         typer.Option("--no-align", help="Several files: keep each file's own clock."),
     ] = False,
+    perfetto: Annotated[
+        Path | None,
+        typer.Option(
+            help="Also write the timeline window (the whole trace when it has at most "
+            "200,000 activities) as Perfetto/Chrome trace-event JSON, with tracks for exposed "
+            "comm, gaps, stragglers, steps and layers; the HTML links to it. One trace only."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
 ) -> None:
     """Write an HTML report of where each GPU's time goes, and print a summary.
@@ -201,9 +212,17 @@ def report(
         )
         if json_path is not None and str(json_path) != "-":
             files.append(Output("--json", json_path))
+        href = None
+        if perfetto is not None:
+            if len(paths) > 1:
+                raise OptionError(
+                    f"--perfetto: takes one trace, not {len(paths)} files (write one per rank)"
+                )
+            files.append(Output("--perfetto", perfetto))
+            href = outputs.relative_href(perfetto, files[0].path)
         check_outputs(files, [Input("input trace", p) for p in paths])
         run = {"jobs": jobs or default_jobs(), "scheduler": scheduler, "align": not no_align}
-        with _progress(quiet) as progress:
+        with _progress(quiet, paths) as progress:
             progress("checking the trace")
             made = outputs.report_outputs(
                 paths,
@@ -214,13 +233,18 @@ def report(
                 generated_now(),
                 progress,
                 run,
+                href,
             )
         text = made.json_text or ""
-        write_all([(f, outputs.writer(f, made.html, text, paper)) for f in files])
+        write_all(
+            [(f, outputs.writer(f, made.html, text, paper, made.perfetto_text)) for f in files]
+        )
         if str(json_path) == "-":
             sys.stdout.write(text)
         elif not quiet:
             print_summary(made.model(), [f.path for f in files])
+            if perfetto is not None:
+                typer.echo(f"Perfetto trace: {perfetto}; {OPEN_HINT}")
 
     _run(work)
 
@@ -470,13 +494,10 @@ def _parse_range(text: str | None) -> tuple[int | None, int | None]:
     return (int(start) if start else None, int(end) if end else None)
 
 
-@contextmanager
-def _progress(quiet: bool) -> Iterator[Callable[[str], None]]:
-    """A spinner on stderr while loading and analysing, only when stderr is a terminal."""
-    if quiet or not sys.stderr.isatty():
-        yield lambda message: None
-        return
-    from rich.console import Console  # lazy: 50 ms of start-up (python -X importtime)
-
-    with Console(stderr=True).status("nsysreport") as status:
-        yield lambda message: status.update(f"nsysreport: {message}")
+def _progress(quiet: bool, paths: Sequence[Path] = ()) -> AbstractContextManager[Progress]:
+    """The progress line on stderr, only when stderr is a terminal; for one nsys trace it
+    counts the rows of its tables as they load (read from the file's SQLite first)."""
+    totals = {}
+    if len(paths) == 1 and not quiet and sys.stderr.isatty():
+        totals = table_rows(paths[0])
+    return terminal_progress(quiet, sys.stderr, totals)

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     # warm run, which writes the pages it kept, opens no database.
     import duckdb
 
+# The message after the tables: the views and derived tables are made (a step, not a table).
+DERIVING = "deriving timelines"
+
 
 def connect(database: Path | None = None, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A DuckDB (in memory, or a cache file) that can never try to download an extension."""
@@ -82,5 +85,5 @@ def load_into(
     # GPU metric tables, usable samples or not).
     run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})
     if progress:
-        progress("deriving timelines")
+        progress(DERIVING)
     create_views(con, patterns)

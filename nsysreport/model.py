@@ -14,6 +14,7 @@ from nsysreport import __version__
 from nsysreport.align import FileClock
 from nsysreport.errors import TraceError
 from nsysreport.model_json import WRITE_AGAIN, Decoder, check_version
+from nsysreport.notebook import report_frames, report_html
 from nsysreport.queries import run_query
 from nsysreport.ranks import RankInfo
 from nsysreport.sections.capture import Capture, build_capture, read_facts
@@ -38,13 +39,10 @@ from nsysreport.sections.communicators import (
 from nsysreport.sections.data_path import (
     DataPathRow,
     NarrowestStage,
-    TpStructure,
     build_data_path,
-    build_tp_structure,
     hardware,
     narrowest,
     stage_rows,
-    tp_rows,
 )
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
 from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
@@ -66,11 +64,13 @@ from nsysreport.sections.quality import (
 )
 from nsysreport.sections.steps import StepReport, StepShare, StepStats, build_steps, step_shares
 from nsysreport.sections.timeline import Timeline, build_timeline
+from nsysreport.sections.tp_structure import TpStructure, build_tp_structure, tp_rows
 from nsysreport.sections.verdict import Bottleneck, bottleneck
 from nsysreport.user_facts import Facts
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 JSON_SCHEMA_VERSION = 1
 ALL_NAMES = 1 << 40  # kernel_top's $top that keeps every name
@@ -157,6 +157,15 @@ class Report:
     def overview(self) -> Overview:
         """The key numbers, and the numbers the pictures' captions state."""
         return build_overview(self)
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows a report as its verdict, key numbers and per-GPU table."""
+        return report_html(self)
+
+    def frames(self) -> dict[str, pl.DataFrame]:
+        """Each list section (gpus, steps, layers, collectives, stragglers, top_kernels, ...)
+        as a polars DataFrame whose columns are the report JSON's keys."""
+        return report_frames(as_json(self), [plain(x) for x in self.layers_across])
 
     @classmethod
     def from_json(cls, data: Any, source: str | Path) -> Report:
@@ -282,7 +291,7 @@ def build_report(
     facts = facts or Facts()
     hw = {(file, pid, dev): h for (pid, dev), h in hardware(con).items()}
     data_path = build_data_path(stage_rows(con, file, ranks), collectives, hw, facts.link_peaks)
-    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, facts.model)
+    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, layers, facts.model)
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)

@@ -49,6 +49,7 @@ from nsysreport.sections.timeline import (
     assemble,
     choose_window,
 )
+from nsysreport.sections.tp_structure import rebuilt as rebuilt_tp
 from nsysreport.sections.verdict import bottleneck
 from nsysreport.user_facts import Facts
 from nsysreport.workers import Workers
@@ -284,9 +285,9 @@ def merge(
     # A collective's group spans the files; the ranks named tell whether they hold the job.
     collectives = regroup(collectives, len(gpus), max((g.rank for g in gpus), default=-1) + 1)
     facts = facts or Facts()
-    data_path, tp = regroup_rows(
-        paths, tps, collectives, _hosts_per_op(gpus, collectives), facts.link_peaks, facts.model
-    )
+    hosts = _hosts_per_op(gpus, collectives)
+    data_path = regroup_rows(paths, collectives, hosts, facts.link_peaks)
+    tp = rebuilt_tp(tps, collectives, layers, facts.model)
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()

@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from html import escape as html_escape
 from pathlib import Path
 from typing import Any
 
 # Modules, not their functions: a test replaces render.render_html and model.as_json to prove
 # that a warm run calls neither.
-from nsysreport import model, render
-from nsysreport.analysis import Progress, Window, analyse, analyse_one
+from nsysreport import model, perfetto, render
+from nsysreport.analysis import Progress, Window, analyse, load_one
 from nsysreport.cache import cached_report
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
@@ -24,6 +25,8 @@ from nsysreport.writes import Output, Writer
 ModelOptions = tuple[int, str | None, Window, Facts]
 # Stands for the generation time in a cached page: the one thing that differs between runs.
 GENERATED_AT = "@@nsysreport-generated-at@@"
+# Stands for the Perfetto file's link in a cached page: the same page serves any --perfetto path.
+PERFETTO_HREF = "@@nsysreport-perfetto-href@@"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +34,7 @@ class Outputs:
     html: str
     json_text: str | None  # None unless asked for
     model: Callable[[], Report]  # built or unpickled only when the summary needs it
+    perfetto_text: str | None = None  # the --perfetto file's text, None unless asked for
 
 
 def json_text(report: Report) -> str:
@@ -46,12 +50,21 @@ def report_outputs(
     generated_at: str,
     progress: Progress,
     run_options: dict[str, Any],
+    perfetto_href: str | None = None,
 ) -> Outputs:
     """The outputs of one report over `paths`: one trace, or several (`run_options`: jobs,
-    scheduler, align)."""
+    scheduler, align). `perfetto_href`: the Perfetto file is wanted (one trace only), and the
+    page links to it there."""
     if len(paths) == 1:
         return one_trace(
-            paths[0], patterns, model_options, cache, want_json, generated_at, progress
+            paths[0],
+            patterns,
+            model_options,
+            cache,
+            want_json,
+            generated_at,
+            progress,
+            perfetto_href,
         )
     return several_traces(
         paths, patterns, model_options, cache, want_json, generated_at, progress, run_options
@@ -66,28 +79,51 @@ def one_trace(
     want_json: bool,
     generated_at: str,
     progress: Progress,
+    perfetto_href: str | None = None,
 ) -> Outputs:
     """A report of one trace. With the cache, a rerun on the unchanged trace with the same
     options writes the pages it kept: no query, no drawing, no JSON encoding."""
     top, step, window, facts = model_options
+    chosen = step is not None or window != (None, None)  # the user picked the timeline window
 
     def build() -> Report:
-        return analyse_one(path, patterns, top, step, window, cache, progress, facts)
+        con = load_one(path, patterns, cache, progress)
+        return model.build_report(con, path, top, step, window, facts=facts)
+
+    def trace_file(report: Report) -> str:
+        # With the cache the loaded trace opens from its cache file, without loading again.
+        con = load_one(path, patterns, cache, None)
+        progress("writing the Perfetto trace")
+        return perfetto.trace_json(con, report, chosen)
 
     if not cache:
-        return _rendered(build(), want_json, generated_at, progress)
+        con = load_one(path, patterns, False, progress)
+        report = model.build_report(con, path, top, step, window, facts=facts)
+        made = _rendered(report, want_json, generated_at, progress, perfetto_href)
+        if perfetto_href is None:
+            return made
+        progress("writing the Perfetto trace")
+        return replace(made, perfetto_text=perfetto.trace_json(con, report, chosen))
     cached = cached_report(path, patterns, model_options, build)
     new: dict[str, Any] = {}
-    page = cached.outputs.get("html")
+    html_key = "html" if perfetto_href is None else "html_perfetto"
+    page = cached.outputs.get(html_key)
     if page is None:
         progress("rendering")
-        page = new["html"] = render.render_html(cached.model, GENERATED_AT)
+        link = None if perfetto_href is None else PERFETTO_HREF
+        page = new[html_key] = render.render_html(cached.model, GENERATED_AT, perfetto_href=link)
     text = cached.outputs.get("json") if want_json else None
     if want_json and text is None:
         text = new["json"] = json_text(cached.model)
+    trace_text = cached.outputs.get("perfetto") if perfetto_href is not None else None
+    if perfetto_href is not None and trace_text is None:
+        trace_text = new["perfetto"] = trace_file(cached.model)
     if new:
         cached.keep(**new)
-    return Outputs(page.replace(GENERATED_AT, generated_at), text, lambda: cached.model)
+    page = page.replace(GENERATED_AT, generated_at)
+    if perfetto_href is not None:
+        page = page.replace(PERFETTO_HREF, html_escape(perfetto_href, quote=True))
+    return Outputs(page, text, lambda: cached.model, trace_text)
 
 
 def several_traces(
@@ -108,10 +144,16 @@ def several_traces(
     return _rendered(report, want_json, generated_at, progress)
 
 
-def _rendered(report: Report, want_json: bool, generated_at: str, progress: Progress) -> Outputs:
+def _rendered(
+    report: Report,
+    want_json: bool,
+    generated_at: str,
+    progress: Progress,
+    perfetto_href: str | None = None,
+) -> Outputs:
     """The outputs of a model built in this run (nothing kept)."""
     progress("rendering")
-    html = render.render_html(report, generated_at)
+    html = render.render_html(report, generated_at, perfetto_href=perfetto_href)
     return Outputs(html, json_text(report) if want_json else None, lambda: report)
 
 
@@ -134,10 +176,15 @@ def page_outputs(out: Path, pdf: bool, option: str) -> list[Output]:
     return [Output(option, out), Output("--pdf", out.with_suffix(".pdf"))]
 
 
-def writer(output: Output, html: str, json_text: str, paper: str = "A4") -> Writer:
-    """What writes `output`: the JSON text for --json, else the page as PDF (by suffix) or HTML."""
+def writer(
+    output: Output, html: str, json_text: str, paper: str = "A4", perfetto_text: str | None = None
+) -> Writer:
+    """What writes `output`: the JSON text for --json, the trace-event text for --perfetto,
+    else the page as PDF (by suffix) or HTML."""
     if output.option == "--json":
         return text_writer(json_text)
+    if output.option == "--perfetto":
+        return text_writer(perfetto_text or "")
     if output.path.suffix.lower() == ".pdf":
         return lambda tmp: render.write_pdf(html, tmp, paper)
     return text_writer(html)
@@ -145,3 +192,10 @@ def writer(output: Output, html: str, json_text: str, paper: str = "A4") -> Writ
 
 def text_writer(text: str) -> Writer:
     return lambda tmp: tmp.write_text(text, encoding="utf-8")
+
+
+def relative_href(target: Path, page: Path) -> str:
+    """The link from the page at `page` to the file at `target`, relative (the two travel
+    together), with forward slashes."""
+    relative = os.path.relpath(target.resolve(), page.resolve().parent)
+    return Path(relative).as_posix()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nsysreport import __version__, charts
 from nsysreport.compare import (
@@ -18,12 +18,8 @@ from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
 from nsysreport.sections.data_path import bound_rule
-from nsysreport.sections.gpu_metrics import tables as gpu_metric_tables
 from nsysreport.sections.overview import Overview
-from nsysreport.units import fmt_bytes, fmt_count, fmt_gbps, fmt_ns, fmt_pct, short_kernel_name
-
-if TYPE_CHECKING:
-    import jinja2
+from nsysreport.template_env import environment
 
 PAPER_SIZES = ("a4", "letter")  # CSS page sizes; any letter case is accepted
 
@@ -33,31 +29,6 @@ def generated_now() -> str:
     epoch = os.environ.get("SOURCE_DATE_EPOCH")
     moment = datetime.fromtimestamp(int(epoch), UTC) if epoch else datetime.now(UTC)
     return moment.strftime("%Y-%m-%d %H:%M UTC")
-
-
-def environment() -> jinja2.Environment:
-    # Lazy: jinja2 costs 30 ms of start-up (python -X importtime), which a warm run that
-    # writes the pages it kept, or `--help`, never needs.
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(resource_dir("templates")),
-        autoescape=jinja2.select_autoescape(["html", "j2"], default_for_string=True),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.update(
-        ns=fmt_ns,
-        pct=fmt_pct,
-        bytes=fmt_bytes,
-        count=fmt_count,
-        gbps=fmt_gbps,
-        short_name=short_kernel_name,
-    )
-    env.filters["gpu_metric_tables"] = gpu_metric_tables
-    return env
 
 
 def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]:
@@ -73,19 +44,24 @@ def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]
     if report.steps:
         svg["steps"] = charts.step_series_chart(report.steps)
     if overview.layers is not None:
-        svg["layers"] = charts.layer_chart(overview.layers.layers)
+        facts = overview.layers
+        svg["layers"] = charts.layer_chart(facts.drawn, layers_only=facts.tiny)
     if overview.gaps is not None:
         svg["gaps"] = charts.gap_histogram_chart([g.gaps for g in report.gpus])
     return svg
 
 
 def render_html(
-    report: Report, generated_at: str | None = None, svg: dict[str, str] | None = None
+    report: Report,
+    generated_at: str | None = None,
+    svg: dict[str, str] | None = None,
+    perfetto_href: str | None = None,
 ) -> str:
     """The report as one HTML document: CSS inlined, charts as inline SVG, no network access.
 
     `generated_at`: the time the page states (default: now, see generated_now); `svg`: the
-    pictures, when they were drawn already.
+    pictures, when they were drawn already; `perfetto_href`: where the page links to the
+    Perfetto trace of its window (`report --perfetto`), relative to the page.
     """
     overview = report.overview
     context: dict[str, Any] = {
@@ -95,6 +71,7 @@ def render_html(
         "generated_at": generated_at or generated_now(),
         "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
         "svg": pictures(report, overview) if svg is None else svg,
+        "perfetto_href": perfetto_href,
         "data_path_rule": bound_rule(),
     }
     return environment().get_template("report.html.j2").render(context)

@@ -332,3 +332,19 @@ def _copy_with_scanner(
             adbc.copy(con, table, schema, exact=False)
     finally:
         run_loader(con, "detach_trace")
+
+
+def table_rows(path: Path) -> dict[str, int]:
+    """Rows of each raw table the loader copies from `path`, in load order, for the progress
+    line; {} when the file cannot be read that way (the load then says why). SQLite counts a
+    table's rows from its b-tree pages without decoding them (the largest rowid would be
+    quicker but is no count: StringIds' ids have holes)."""
+    counts: dict[str, int] = {}
+    try:
+        with closing(sqlite3.connect(immutable_uri(path), uri=True)) as src:
+            names = {row[0] for row in src.execute("SELECT name FROM sqlite_master")}
+            for table in (t for t in RAW_TABLES if t in names):
+                counts[table] = src.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0]
+    except sqlite3.Error:
+        return {}
+    return counts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -25,7 +26,7 @@ def test_the_readme_example_runs_on_the_sample_traces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = readme_example()
-    assert len([line for line in code.splitlines() if line.strip()]) == 6  # import + five
+    assert len([line for line in code.splitlines() if line.strip()]) == 7  # import + six
     (tmp_path / "sample_traces").symlink_to(REPO / "sample_traces")
     monkeypatch.chdir(tmp_path)  # the PDF goes here, not into the repository
     exec(compile(code, "README.md", "exec"), {})
@@ -40,6 +41,7 @@ def test_the_readme_example_runs_on_the_sample_traces(
     exposed = METRICS["exposed_comm_pct"].compute(tp8, None).value
     assert passed == "True" and exposed is not None and 67.7 <= exposed < 67.8
     assert (tmp_path / "tp8.pdf").read_bytes().startswith(b"%PDF")
+    assert json.loads((tmp_path / "tp8.perfetto.json").read_text())["traceEvents"]
 
 
 def test_the_api_names_come_from_the_modules_that_define_them() -> None:

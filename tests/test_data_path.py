@@ -240,6 +240,9 @@ def test_several_hosts_put_collectives_on_the_network(tmp_path: Path) -> None:
     # (an impossible figure the user's peak exposes).
     assert (ar.peak_gbps, ar.peak_source) == (25.0, "--link-peak network")
     assert ar.busbw_gbps == pytest.approx(100.0) and ar.utilisation_pct == pytest.approx(400.0)
+    assert ar.bound_reason == "400% of the ceiling: above it, so the ceiling is too low"
+    back = Report.from_json(as_json(given), "r.json")  # a share above 100 reads back
+    assert stage(back, "AllReduce").utilisation_pct == pytest.approx(400.0)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,5 @@
 """The data path: per GPU and stage (copies by kind, each collective op), the bandwidth achieved
-against the stage's ceiling and whether it is latency- or bandwidth-bound; the narrowest stage;
-and the tensor-parallel structure (all-reduces per layer, their bytes against the model's)."""
+against the stage's ceiling and whether it is latency- or bandwidth-bound; the narrowest stage."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from nsysreport.queries import run_query
 from nsysreport.sections.collectives import CollectiveReport, bus_factor
 from nsysreport.sections.gpu_metrics import GpuMetric
 from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
-from nsysreport.user_facts import ModelShape
 
 if TYPE_CHECKING:
     import duckdb
@@ -78,7 +76,7 @@ class DataPathRow:
     def bound_note(self) -> str | None:
         """Why the bound is what it is, when the utilisation beside it does not say: the fit
         decided, or something is unknown."""
-        return None if self.bound_reason.endswith("of the ceiling") else self.bound_reason
+        return None if self.bound_reason.endswith("% of the ceiling") else self.bound_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,32 +103,20 @@ class NarrowestStage:
     summary: str
 
 
-@dataclass(frozen=True, slots=True)
-class TpStructure:
-    """One collective op's calls inside layers on one GPU, and the model's expected bytes."""
-
-    file: str
-    pid: int
-    device_id: int
-    rank: int
-    op: str
-    in_layers: int
-    layer_occurrences: int
-    per_layer: float  # calls per layer occurrence (Megatron-style TP: 2 all-reduces)
-    group_gpus: int | None
-    mean_message_bytes: float | None
-    bus_bytes: float | None  # measured: the bytes each GPU moves per call (NCCL's factor)
-    expected_message_bytes: int | None  # from --model: tokens x hidden x sizeof(dtype)
-    expected_bus_bytes: float | None  # 2(TP-1)/TP of it, TP the group size
-
-
 def stage_rows(
     con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
 ) -> list[dict[str, Any]]:
     """data_path_stage's rows with the file and rank, ceilings not yet applied."""
+    return ranked_rows(con, "data_path_stage", file, ranks)
+
+
+def ranked_rows(
+    con: duckdb.DuckDBPyConnection, query: str, file: str, ranks: Mapping[tuple[int, int], Any]
+) -> list[dict[str, Any]]:
+    """A query's rows per GPU, each with its file and rank."""
     return [
         {"file": file, "rank": ranks[(r["pid"], r["device_id"])][0], **r}
-        for r in run_query(con, "data_path_stage").to_dicts()
+        for r in run_query(con, query).to_dicts()
     ]
 
 
@@ -226,6 +212,9 @@ def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tupl
         share = 100.0 * alpha * r["sized"] / r["timed_ns"]
         bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
         return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
+    if util > 100:
+        # Faster than the link can go: the ceiling is too low, or the durations too short.
+        return "bandwidth", f"{util:.0f}% of the ceiling: above it, so the ceiling is too low"
     bound = "latency" if util < LATENCY_UTILISATION_PCT else "bandwidth"
     return bound, f"{util:.1f}% of the ceiling"
 
@@ -379,66 +368,18 @@ def _sentence(s: NarrowestStage) -> str:
     ).strip()
 
 
-def tp_rows(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> list[dict[str, Any]]:
-    """layer_collective's rows with the file and rank."""
-    return [
-        {"file": file, "rank": ranks[(r["pid"], r["device_id"])][0], **r}
-        for r in run_query(con, "layer_collective").to_dicts()
-    ]
-
-
-def build_tp_structure(
-    rows: Iterable[Mapping[str, Any]],
-    collectives: Sequence[CollectiveReport],
-    model: ModelShape | None,
-) -> tuple[TpStructure, ...]:
-    """Calls per layer occurrence and bytes against --model's, per GPU and op."""
-    groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
-    out = []
-    for r in rows:
-        n = groups.get((r["file"], r["pid"], r["device_id"], r["op"]))
-        mean = r["mean_bytes"]
-        factor = bus_factor(r["op"], n)
-        expected = model.message_bytes if model is not None and r["op"] == "AllReduce" else None
-        out.append(
-            TpStructure(
-                file=r["file"],
-                pid=r["pid"],
-                device_id=r["device_id"],
-                rank=r["rank"],
-                op=r["op"],
-                in_layers=r["in_layers"],
-                layer_occurrences=r["layer_occurrences"],
-                per_layer=r["in_layers"] / r["layer_occurrences"],
-                group_gpus=n,
-                mean_message_bytes=mean,
-                bus_bytes=None if mean is None or factor is None else mean * factor,
-                expected_message_bytes=expected,
-                expected_bus_bytes=None
-                if expected is None or factor is None
-                else expected * factor,
-            )
-        )
-    return tuple(sorted(out, key=lambda t: (t.rank, t.file, t.pid, t.device_id, t.op)))
-
-
 def regroup_rows(
     rows: Sequence[DataPathRow],
-    tp: Sequence[TpStructure],
     collectives: Sequence[CollectiveReport],
     hosts: Mapping[str, int],
     user: Mapping[str, float],
-    model: ModelShape | None,
-) -> tuple[tuple[DataPathRow, ...], tuple[TpStructure, ...]]:
+) -> tuple[DataPathRow, ...]:
     """Several files' rows again, with the group sizes of all files' GPUs and the network as
     the link of a collective whose GPUs are on several hosts."""
     groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
-    fields = set(_RAW_FIELDS)
     out = []
     for r in rows:
-        raw = {k: getattr(r, k) for k in fields}
+        raw = {k: getattr(r, k) for k in _RAW_FIELDS}
         ceiling = Ceiling(r.link, r.peak_gbps, r.peak_source)
         n = r.group_gpus
         if r.kind == "collective":
@@ -446,21 +387,7 @@ def regroup_rows(
             if hosts.get(r.stage, 1) > 1:
                 ceiling = ceilings.gpu_to_gpu(GpuHardware(None, None, None, None, None), user, True)
         out.append(derive(raw, n, ceiling))
-    out.sort(key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns))
-    tp_raw = [
-        {
-            "file": t.file,
-            "pid": t.pid,
-            "device_id": t.device_id,
-            "rank": t.rank,
-            "op": t.op,
-            "in_layers": t.in_layers,
-            "layer_occurrences": t.layer_occurrences,
-            "mean_bytes": t.mean_message_bytes,
-        }
-        for t in tp
-    ]
-    return tuple(out), build_tp_structure(tp_raw, collectives, model)
+    return tuple(sorted(out, key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns)))
 
 
 _RAW_FIELDS = (

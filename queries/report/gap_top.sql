@@ -8,7 +8,7 @@
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
 -- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
 --
--- Reads: activity, gpu_segment, graph_launch, kernel, launch, memcpy
+-- Reads: activity, gpu_segment, graph_launch, kernel, launch, memcpy, sync_call
 --
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
@@ -54,23 +54,13 @@ named AS (
     LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
     LEFT JOIN graph_launch AS g ON a.source = 'graph' AND g.graph_launch_id = a.activity_id
 ),
-syncs AS (
-    SELECT global_tid, start_ns, end_ns, name
-    FROM launch
-    WHERE name IN (
-        'cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
-        'cudaMemcpy', 'cudaMemcpy2D', 'cudaMemcpy3D', 'cudaMemcpyToSymbol',
-        'cudaMemcpyFromSymbol', 'cuCtxSynchronize', 'cuStreamSynchronize',
-        'cuEventSynchronize', 'cuMemcpyDtoH', 'cuMemcpyHtoD', 'cuMemcpy'
-    )
-),
 causes AS (
     SELECT t.pid, t.device_id, t.gap_rank,
         arg_max(s.name, least(s.end_ns, t.end_ns) - greatest(s.start_ns, t.start_ns)) AS sync_call
     FROM top AS t
     JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
     JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
-    JOIN syncs AS s
+    JOIN sync_call AS s
         ON s.global_tid = l.global_tid AND s.start_ns < t.end_ns AND s.end_ns > t.start_ns
     GROUP BY ALL
 )

@@ -57,6 +57,8 @@ segments AS (
             AS exposed_before_ns,
         coalesce(sum(CASE WHEN n_memcpy > 0 THEN duration_ns END) OVER w, 0) AS copies_before_ns
     FROM gpu_segment
+    -- only the GPUs with samples: a trace without GPU metrics pays nothing for the sweep
+    WHERE (pid, device_id) IN (SELECT DISTINCT pid, device_id FROM samples)
     WINDOW w AS (
         PARTITION BY pid, device_id ORDER BY seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
     )
