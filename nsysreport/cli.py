@@ -19,6 +19,7 @@ from nsysreport.errors import NsysReportError, OptionError
 from nsysreport.gate import GateResult, evaluate
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
+from nsysreport.model import with_comm_groups
 from nsysreport.patterns import parse_patterns
 from nsysreport.perfetto import OPEN_HINT
 from nsysreport.progress import terminal_progress
@@ -295,6 +296,7 @@ def gate(
     step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
+    comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
     """Check a trace against budgets: exit 0 if every check passes, 1 if any fails, 2 on bad input.
@@ -337,8 +339,10 @@ def gate(
         budget_file = budget or Path("pyproject.toml")  # find_budget reads ./pyproject.toml
         check_outputs(files, [*reads, Input("budget file", budget_file)])
         cache = not no_cache
+        specs = parse_comm_groups(comm_group or [])
         base = None if plan.baseline is None else open_report(plan.baseline, patterns, cache)
-        report = open_report(trace, patterns, cache)
+        base = None if base is None else with_comm_groups(base, specs)
+        report = with_comm_groups(open_report(trace, patterns, cache), specs)
         base_name = None if plan.baseline is None else str(plan.baseline)
         result = evaluate(report, str(trace), plan, base, base_name)
         texts = {
@@ -418,6 +422,7 @@ def compare_command(
     ] = None,
     step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
+    comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
@@ -434,7 +439,11 @@ def compare_command(
         check_outputs(files, [Input("input", p) for p in input_files(inputs)])
         with _progress(quiet) as progress:
             progress("loading the configurations")
-            configs = load_inputs(inputs, patterns, cache=not no_cache)
+            specs = parse_comm_groups(comm_group or [])
+            configs = [
+                (label, with_comm_groups(r, specs))
+                for label, r in load_inputs(inputs, patterns, cache=not no_cache)
+            ]
             comparison = compare(configs, baseline, tokens_per_step)
             html = render_compare_html(comparison, generated_now())
         text = json.dumps(as_json(comparison), indent=2) + "\n" if json_path is not None else ""

@@ -27,6 +27,7 @@ from nsysreport.sections.collectives import (
     stragglers_of,
 )
 from nsysreport.sections.communicators import (
+    CommGroupSpec,
     CommunicatorLayer,
     CommunicatorReport,
     CommunicatorStep,
@@ -321,6 +322,23 @@ def build_report(
         communicators=comms,
         communicator_steps=comm_steps,
         communicator_layers=comm_layers,
+    )
+
+
+def with_comm_groups(report: Report, specs: Sequence[CommGroupSpec]) -> Report:
+    """The report with its communicators' roles named again by `specs` (--comm-group for
+    `gate` and `compare`, which may read a saved JSON); the verdict's sentence stays."""
+    if not specs:
+        return report
+    comms, steps, layers = with_roles(
+        report.communicators,
+        report.communicator_steps,
+        report.communicator_layers,
+        specs,
+        _has_layers(report.layers),
+    )
+    return replace(
+        report, communicators=comms, communicator_steps=steps, communicator_layers=layers
     )
 
 

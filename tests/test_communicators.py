@@ -392,3 +392,38 @@ def write_trace_of(tmp_path: Path, kernels: list[Kernel]) -> Path:
     return write_trace(
         Scenario(kernels=kernels, nvtx=[NvtxRange(0, 10, "x")]), tmp_path / "t.sqlite"
     )
+
+
+def test_gate_and_compare_take_comm_group_for_a_trace_whose_roles_the_heuristics_leave_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real DDP trace has one process group and no layer ranges: no role until named.
+    Rank 0's exposed comm is all of it on that group: its exposed_comm_pct[dp] is the whole
+    exposed_comm_pct."""
+    from typer.testing import CliRunner
+
+    from nsysreport.cli import app
+
+    monkeypatch.chdir(tmp_path)  # no [tool.nsysreport.gate] of the project's pyproject.toml
+    trace = KINETO / "a100_ddp_rank0_nccl_data.json.gz"
+    runner = CliRunner()
+    unnamed = runner.invoke(app, ["gate", str(trace), "--max", "exposed_comm_pct[dp]=100"])
+    assert unnamed.exit_code == 2 and "no communicator has the role 'dp'" in unnamed.stderr
+    named = ["--comm-group", "dp=process group 0"]
+    whole = metric_of("exposed_comm_pct")[0].compute(analyse(trace), None).value
+    assert whole is not None
+    ok = runner.invoke(
+        app, ["gate", str(trace), "--max", f"exposed_comm_pct[dp]={whole + 0.01}", *named]
+    )
+    assert ok.exit_code == 0, ok.output
+    failed = runner.invoke(
+        app, ["gate", str(trace), "--max", f"exposed_comm_pct[dp]={whole - 0.01}", *named]
+    )
+    assert failed.exit_code == 1, failed.output
+    out = tmp_path / "c.json"
+    mi300 = KINETO / "mi300_rccl_rank0.json.gz"
+    args = ["compare", f"a={trace}", f"b={mi300}", "-o", str(tmp_path / "c.html")]
+    run = runner.invoke(app, [*args, "--json", str(out), "--comm-group", "dp=default_pg"])
+    assert run.exit_code == 0, run.output
+    (role,) = json.loads(out.read_text())["roles"]
+    assert role["role"] == "dp" and set(role["exposed_comm_ns"]) == {"a", "b"}
