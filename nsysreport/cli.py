@@ -19,10 +19,12 @@ from nsysreport.errors import NsysReportError, OptionError
 from nsysreport.gate import GateResult, evaluate
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
+from nsysreport.model import with_comm_groups
 from nsysreport.patterns import parse_patterns
 from nsysreport.perfetto import OPEN_HINT
 from nsysreport.progress import terminal_progress
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
+from nsysreport.sections.communicators import parse_comm_groups
 from nsysreport.sqlite_copy import table_rows
 from nsysreport.summary import print_comparison, print_summary
 from nsysreport.user_facts import Facts, parse_link_peaks, parse_model_shape
@@ -58,6 +60,11 @@ LINK_PEAK_HELP = (
 MODEL_HELP = (
     "hidden=H,dtype=D,tokens=T: the model's shape, to set each all-reduce's expected bytes "
     "2(TP-1)/TP x tokens x hidden x sizeof(dtype) beside the measured, e.g. hidden=8192,tokens=1."
+)
+COMM_GROUP_HELP = (
+    "NAME=RANKS|stream:N|REGEX: name a communicator's role (tp, dp, pp, ep or any word): the "
+    "one whose ranks are RANKS (0-3, or 0,4), that runs on stream N, or whose process group or "
+    "name REGEX matches (repeatable), e.g. tp=0-3 --comm-group tp=4-7 --comm-group dp=stream:31."
 )
 T = TypeVar("T")
 
@@ -145,6 +152,7 @@ def report(
     comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
     link_peak: Annotated[list[str] | None, typer.Option(help=LINK_PEAK_HELP)] = None,
     model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
+    comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     timeline_step: Annotated[
         str | None,
         typer.Option(help="Step the timeline shows: its NVTX name or number (default: median)."),
@@ -193,7 +201,11 @@ def report(
         if paper.lower() not in PAPER_SIZES:
             raise OptionError(f"--paper {paper!r}: expected A4 or letter")
         paths = expand_inputs(traces)
-        facts = Facts(parse_link_peaks(link_peak or []), parse_model_shape(model))
+        facts = Facts(
+            parse_link_peaks(link_peak or []),
+            parse_model_shape(model),
+            parse_comm_groups(comm_group or []),
+        )
         options = (top, timeline_step, _parse_range(timeline_range), facts)
         default = output is None
         files = outputs.page_outputs(
@@ -284,6 +296,7 @@ def gate(
     step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
+    comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
     """Check a trace against budgets: exit 0 if every check passes, 1 if any fails, 2 on bad input.
@@ -297,7 +310,8 @@ def gate(
 
     \b
     Metrics (docs/metrics.md names; "worst" is the GPU or layer that is worst):
-      exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span)
+      exposed_comm_pct       worst GPU, exposed_comm_ns as % of step time (or span);
+                             exposed_comm_pct[ROLE] counts one role's communicators
       exposed_memcpy_pct     worst GPU, exposed_memcpy_ns as % of step time (or span)
       idle_pct               worst GPU, idle_ns as % of step time (or span)
       graph_opaque_pct       worst GPU, graph_opaque_ns as % of step time (or span)
@@ -325,8 +339,10 @@ def gate(
         budget_file = budget or Path("pyproject.toml")  # find_budget reads ./pyproject.toml
         check_outputs(files, [*reads, Input("budget file", budget_file)])
         cache = not no_cache
+        specs = parse_comm_groups(comm_group or [])
         base = None if plan.baseline is None else open_report(plan.baseline, patterns, cache)
-        report = open_report(trace, patterns, cache)
+        base = None if base is None else with_comm_groups(base, specs)
+        report = with_comm_groups(open_report(trace, patterns, cache), specs)
         base_name = None if plan.baseline is None else str(plan.baseline)
         result = evaluate(report, str(trace), plan, base, base_name)
         texts = {
@@ -406,6 +422,7 @@ def compare_command(
     ] = None,
     step_pattern: Annotated[str | None, typer.Option(help=STEP_HELP)] = None,
     layer_pattern: Annotated[str | None, typer.Option(help=LAYER_HELP)] = None,
+    comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help=NO_CACHE_HELP)] = False,
 ) -> None:
@@ -422,7 +439,11 @@ def compare_command(
         check_outputs(files, [Input("input", p) for p in input_files(inputs)])
         with _progress(quiet) as progress:
             progress("loading the configurations")
-            configs = load_inputs(inputs, patterns, cache=not no_cache)
+            specs = parse_comm_groups(comm_group or [])
+            configs = [
+                (label, with_comm_groups(r, specs))
+                for label, r in load_inputs(inputs, patterns, cache=not no_cache)
+            ]
             comparison = compare(configs, baseline, tokens_per_step)
             html = render_compare_html(comparison, generated_now())
         text = json.dumps(as_json(comparison), indent=2) + "\n" if json_path is not None else ""

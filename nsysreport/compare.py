@@ -63,6 +63,8 @@ class Comparison:
     # {"op", "mean_ns": {label: ..}, "busbw_gbps": {..}, ...}: see _collectives
     collectives: tuple[dict[str, Any], ...]
     notes: tuple[str, ...]  # what could not be compared fairly, and why
+    # {"role", "exposed_comm_ns": {label: per step per GPU}, "step_pct": {..}, "hidden_pct": {..}}
+    roles: tuple[dict[str, Any], ...] = ()
 
     @property
     def graph_part(self) -> bool:
@@ -180,6 +182,7 @@ def compare(
         layers=layers,
         collectives=_collectives(ordered),
         notes=tuple(notes + layer_notes),
+        roles=_roles(ordered, measured, basis),
     )
 
 
@@ -252,6 +255,49 @@ def _layers(
         for n in names
     )
     return rows, notes
+
+
+def _roles(
+    ordered: Sequence[tuple[str, Report]], measured: dict[str, _Measured], basis: str
+) -> tuple[dict[str, Any], ...]:
+    """Per communicator role and configuration: exposed comm per step and GPU (on the span
+    basis: per GPU over the trace), its share of the step and how much of it is hidden."""
+    roles: dict[str, dict[str, dict[str, float | None]]] = {}
+    for label, report in ordered:
+        gpus = max(len(report.gpus), 1)
+        for r in report.roles:
+            entry = roles.setdefault(
+                r.role, {"exposed_comm_ns": {}, "step_pct": {}, "hidden_pct": {}}
+            )
+            if basis == "steps":
+                exposed = sum(x.exposed_ns for x in report.communicator_steps if x.role == r.role)
+                per = exposed / (gpus * max(measured[label].steps, 1))
+            else:
+                per = r.exposed_ns / gpus
+            entry["exposed_comm_ns"][label] = per
+            entry["step_pct"][label] = r.step_pct
+            entry["hidden_pct"][label] = r.hidden_pct
+    return tuple({"role": role, **values} for role, values in sorted(roles.items()))
+
+
+def role_comparison_sentence(c: Comparison) -> str | None:
+    """Exposed comm per step and GPU by role across the configurations, when some
+    configuration tells two roles apart (None otherwise)."""
+    told = [
+        {role["role"] for role in c.roles if role["exposed_comm_ns"].get(x.label) is not None}
+        for x in c.configs
+    ]
+    if not any(len(t) >= 2 for t in told):
+        return None
+    parts = []
+    for role in c.roles:
+        series = " → ".join(
+            "–" if (v := role["exposed_comm_ns"].get(x.label)) is None else fmt_ns(v)
+            for x in c.configs
+        )
+        parts.append(f"{role['role']} {series}")
+    labels = ", ".join(x.label for x in c.configs)
+    return f"Exposed comm per step and GPU by role ({labels}): " + "; ".join(parts) + "."
 
 
 def _collectives(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any], ...]:
@@ -375,4 +421,6 @@ def as_json(c: Comparison) -> dict[str, Any]:
         "notes": list(c.notes),
         "summary": summary_sentence(c),
         "collectives_summary": collective_sentence(c),
+        "roles": list(c.roles),
+        "roles_summary": role_comparison_sentence(c),
     }

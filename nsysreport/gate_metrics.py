@@ -4,6 +4,7 @@ reads the report model (the same fields and properties the report shows)."""
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -120,6 +121,48 @@ def _straggler_wait(report: Report, _: str | None) -> Measure:
     return _worst_gpu(report, waits, max, "", "whole trace")
 
 
+def _exposed_comm_share(report: Report, role: str | None) -> Measure:
+    """exposed_comm_pct; with [ROLE], the exposed comm of that role's communicators alone."""
+    if role is None:
+        return _per_gpu_share("exposed comm", max)(report, None)
+    mine = [c for c in report.communicators if c.role == role]
+    if not mine:
+        known = sorted({c.role for c in report.communicators if c.role is not None})
+        told = ", ".join(known) or "none (name them with --comm-group NAME=RANKS|stream:N|REGEX)"
+        raise OptionError(f"no communicator has the role {role!r}; the roles: {told}")
+    gpus = {(c.file, c.pid, c.device_id) for c in mine}
+    if report.steps:
+        exposed: dict[tuple[str, int, int, int], int] = {}
+        for x in report.communicator_steps:
+            if x.role == role:
+                step = (x.file, x.pid, x.device_id, x.step_ordinal)
+                exposed[step] = exposed.get(step, 0) + x.exposed_ns
+        shares: dict[GpuKey, list[float]] = {}
+        ranks: dict[GpuKey, int] = {}
+        for s in report.steps:
+            gpu = (s.file, s.pid, s.device_id)
+            if gpu in gpus and s.step_time_ns > 0:
+                got = exposed.get((*gpu, s.ordinal), 0)
+                shares.setdefault(gpu, []).append(100.0 * got / s.step_time_ns)
+                ranks[gpu] = s.rank
+        if shares:
+            medians = {k: statistics.median(v) for k, v in shares.items()}
+            worst = max(medians.values())
+            chosen = next(k for k, v in medians.items() if v == worst)
+            values = shares[chosen]
+            over = f"steps of rank {ranks[chosen]}"
+            spread = Spread(min(values), max(values), len(values), over)
+            note = f"{role}, rank {ranks[chosen]}, median of {len(values)} steps"
+            return Measure(worst, spread, note)
+    spans = {_key(g): g.span_ns for g in report.gpus}
+    totals: dict[GpuKey, float | None] = {}
+    for c in mine:
+        gpu = (c.file, c.pid, c.device_id)
+        if spans.get(gpu):
+            totals[gpu] = (totals.get(gpu) or 0.0) + 100.0 * c.exposed_ns / spans[gpu]
+    return _worst_gpu(report, totals, max, "no GPU activity", f"{role}, whole trace (no steps)")
+
+
 def _layer_exposed_comm(report: Report, layer: str | None) -> Measure:
     """LayerAcrossGpus.exposed_comm_mean_ns of the named layer, else of the most exposed one
     (the one the verdict names: layers_across comes most exposed first)."""
@@ -166,8 +209,10 @@ METRICS: dict[str, Metric] = {
             "exposed_comm_pct",
             "pct",
             True,
-            "worst GPU's exposed_comm_ns as % of time; median over its steps if any, else of span",
-            _per_gpu_share("exposed comm", max),
+            "worst GPU's exposed_comm_ns as % of time; median over its steps if any, else of "
+            "span; exposed_comm_pct[ROLE] counts one communicator role's (tp, dp, ...) alone",
+            _exposed_comm_share,
+            selector=True,
         ),
         Metric(
             "exposed_memcpy_pct",
@@ -258,7 +303,7 @@ def metric_of(name: str) -> tuple[Metric, str | None]:
     match = re.fullmatch(r"(\w+)(?:\[(.+)\])?", name.strip())
     metric = METRICS.get(match.group(1)) if match else None
     if match is None or metric is None:
-        valid = ", ".join(METRICS) + ", layer_exposed_comm_ns[LAYER]"
+        valid = ", ".join(METRICS) + ", layer_exposed_comm_ns[LAYER], exposed_comm_pct[ROLE]"
         raise OptionError(f"unknown metric {name!r}; valid metrics: {valid}")
     if match.group(2) is not None and not metric.selector:
         raise OptionError(f"metric {metric.name!r} takes no [selector]")

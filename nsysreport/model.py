@@ -26,6 +26,17 @@ from nsysreport.sections.collectives import (
     build_stragglers,
     stragglers_of,
 )
+from nsysreport.sections.communicators import (
+    CommGroupSpec,
+    CommunicatorLayer,
+    CommunicatorReport,
+    CommunicatorStep,
+    RoleSummary,
+    build_communicators,
+    role_sentence,
+    role_summaries,
+    with_roles,
+)
 from nsysreport.sections.data_path import (
     DataPathRow,
     NarrowestStage,
@@ -37,7 +48,13 @@ from nsysreport.sections.data_path import (
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
 from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
 from nsysreport.sections.kernels import KernelSummary, build_kernels
-from nsysreport.sections.layers import LayerAcrossGpus, LayerReport, across_gpus, build_layers
+from nsysreport.sections.layers import (
+    OUTSIDE,
+    LayerAcrossGpus,
+    LayerReport,
+    across_gpus,
+    build_layers,
+)
 from nsysreport.sections.overview import Overview, build_overview
 from nsysreport.sections.quality import (
     NO_NOTES,
@@ -106,6 +123,15 @@ class Report:
     tp_structure: tuple[TpStructure, ...] = ()  # per GPU and op: calls per layer, bytes
     gpu_metrics: tuple[GpuMetric, ...] = ()  # sampled counters per GPU and family; () if none
     gpu_metrics_ignored: tuple[IgnoredGpuMetric, ...] = ()  # counters sampled but not shown
+    communicators: tuple[CommunicatorReport, ...] = ()  # per GPU and communicator, with role
+    communicator_steps: tuple[CommunicatorStep, ...] = ()  # per GPU, step and communicator
+    communicator_layers: tuple[CommunicatorLayer, ...] = ()  # per GPU, layer and communicator
+
+    @property
+    def roles(self) -> tuple[RoleSummary, ...]:
+        """Per communicator role over all GPUs, the costliest first (hidden share, step cost)."""
+        spans = {(g.file, g.pid, g.device_id): g.span_ns for g in self.gpus}
+        return role_summaries(self.communicators, self.communicator_steps, self.steps, spans)
 
     @property
     def median_step_ns(self) -> float | None:
@@ -189,12 +215,15 @@ class Report:
             for i, row in enumerate(rows)
         )
         notes = r.field(data, "", "data_quality", tuple[str, ...])
-        # Absent from reports written before the GPU metrics section: none then.
+        # Absent from reports written before the GPU metrics and communicators sections: none.
         gpu_metrics: dict[str, Any] = {
             key: r.field(data, "", key, hint) if key in data else ()
             for key, hint in (
                 ("gpu_metrics", tuple[GpuMetric, ...]),
                 ("gpu_metrics_ignored", tuple[IgnoredGpuMetric, ...]),
+                ("communicators", tuple[CommunicatorReport, ...]),
+                ("communicator_steps", tuple[CommunicatorStep, ...]),
+                ("communicator_layers", tuple[CommunicatorLayer, ...]),
             )
         }
         r.done()
@@ -267,6 +296,10 @@ def build_report(
     verdict = bottleneck(gpus, layers_across, collectives, stragglers)
     capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)
+    comms, comm_steps, comm_layers = with_roles(
+        *build_communicators(con, file, ranks), facts.comm_groups, _has_layers(layers)
+    )
+    verdict = with_role_sentence(verdict, comms, comm_steps, steps, gpus)
     return Report(
         tool_version=__version__,
         traces=(trace,),
@@ -286,7 +319,46 @@ def build_report(
         tp_structure=tp,
         gpu_metrics=gpu_metrics,
         gpu_metrics_ignored=gpu_metrics_ignored,
+        communicators=comms,
+        communicator_steps=comm_steps,
+        communicator_layers=comm_layers,
     )
+
+
+def with_comm_groups(report: Report, specs: Sequence[CommGroupSpec]) -> Report:
+    """The report with its communicators' roles named again by `specs` (--comm-group for
+    `gate` and `compare`, which may read a saved JSON); the verdict's sentence stays."""
+    if not specs:
+        return report
+    comms, steps, layers = with_roles(
+        report.communicators,
+        report.communicator_steps,
+        report.communicator_layers,
+        specs,
+        _has_layers(report.layers),
+    )
+    return replace(
+        report, communicators=comms, communicator_steps=steps, communicator_layers=layers
+    )
+
+
+def _has_layers(layers: Sequence[LayerReport]) -> bool:
+    """Whether any kernel ran inside a layer range (what the role heuristics need)."""
+    return any(x.layer != OUTSIDE for x in layers)
+
+
+def with_role_sentence(
+    verdict: Bottleneck,
+    comms: Sequence[CommunicatorReport],
+    comm_steps: Sequence[CommunicatorStep],
+    steps: Sequence[StepReport],
+    gpus: Sequence[GpuReport],
+) -> Bottleneck:
+    """The verdict, with a sentence on each role's exposure when two or more roles are told
+    apart (one role adds nothing to the sentence on communication as a whole)."""
+    spans = {(g.file, g.pid, g.device_id): g.span_ns for g in gpus}
+    sentence = role_sentence(role_summaries(comms, comm_steps, steps, spans))
+    return replace(verdict, summary=verdict.summary + sentence) if sentence else verdict
 
 
 def as_json(report: Report) -> dict[str, Any]:
@@ -320,7 +392,7 @@ def as_json(report: Report) -> dict[str, Any]:
         "steps": [plain(x) for x in report.steps],
         "step_stats": step_stats,
         "layers": [plain(x) for x in report.layers],
-        "collectives": [plain(x) for x in report.collectives],
+        "collectives": _collective_rows(report),
         "stragglers": {
             "matched": s.matched,
             "unmatched": list(s.unmatched),
@@ -341,7 +413,27 @@ def as_json(report: Report) -> dict[str, Any]:
         "tp_structure": [plain(x) for x in report.tp_structure],
         "gpu_metrics": [plain(m) for m in report.gpu_metrics],
         "gpu_metrics_ignored": [plain(m) for m in report.gpu_metrics_ignored],
+        "communicators": [plain(c) for c in report.communicators],
+        "communicator_steps": [plain(c) for c in report.communicator_steps],
+        "communicator_layers": [plain(c) for c in report.communicator_layers],
+        "communicator_roles": [plain(x) for x in report.roles],
     }
+
+
+def _collective_rows(report: Report) -> list[dict[str, Any]]:
+    """The collective rows, each with the communicator that ran its op on its GPU (None when
+    several did: the `communicators` rows split them)."""
+    carriers: dict[tuple[str, int, int, str], set[str]] = {}
+    for c in report.communicators:
+        for op in c.ops.split(","):
+            carriers.setdefault((c.file, c.pid, c.device_id, op), set()).add(c.communicator)
+    rows = []
+    for x in report.collectives:
+        row = plain(x)
+        names = carriers.get((x.file, x.pid, x.device_id, x.op), set())
+        row["communicator"] = next(iter(names)) if len(names) == 1 else None
+        rows.append(row)
+    return rows
 
 
 def _median_shares(report: Report, part: str) -> dict[tuple[str, int, int], float]:

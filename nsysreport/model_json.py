@@ -25,7 +25,8 @@ REPORT_START = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 # Numbers named `*_ns` are durations and `*_pct` shares of a whole (0-100), which no report
 # holds outside that range; but for these: times on a clock, clock offsets, and a ratio of
 # two different times that may pass 100.
-SIGNED = frozenset({"start_ns", "end_ns", "offset_ns", "coarse_offset_ns"})
+# fit_alpha_ns: the data path's fitted per-call cost, negative when the line fits no cost
+SIGNED = frozenset({"start_ns", "end_ns", "offset_ns", "coarse_offset_ns", "fit_alpha_ns"})
 # A share of a whole that can pass 100: a straggler's waiting against the others' exposed comm;
 # a stage's bandwidth against a ceiling it beat (a ceiling too low, or durations too short).
 UNBOUNDED_PCT = frozenset({"share_of_exposed_comm_pct", "utilisation_pct", "sampled_link_pct"})

@@ -21,17 +21,25 @@ from nsysreport import __version__
 from nsysreport.align import FileClock, align_files, session_epoch
 from nsysreport.database import connect
 from nsysreport.load import open_trace
-from nsysreport.model import Report, build_report
+from nsysreport.model import Report, build_report, with_role_sentence
 from nsysreport.patterns import Patterns
-from nsysreport.queries import run_query
+from nsysreport.queries import run_query, view_files
 from nsysreport.ranks import FileRanks, RankInfo, assign_ranks, read_file_ranks
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.sections.collectives import StragglerGpu, Stragglers, regroup, stragglers_of
+from nsysreport.sections.communicators import (
+    CommunicatorLayer,
+    CommunicatorReport,
+    CommunicatorStep,
+    matched_across,
+    renumbered,
+    with_roles,
+)
 from nsysreport.sections.data_path import regroup_rows
 from nsysreport.sections.gpu_breakdown import GpuReport
 from nsysreport.sections.gpu_metrics import GpuMetric, metric_order
 from nsysreport.sections.kernels import KernelSummary, build_kernels
-from nsysreport.sections.layers import across_gpus
+from nsysreport.sections.layers import OUTSIDE, across_gpus
 from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.timeline import (
     DEFAULT_ACTIVITIES,
@@ -77,7 +85,8 @@ class FilePart:
     ranks: FileRanks
     kineto: bool
     epoch_ns: int | None  # UTC of the file's time 0, from its session start
-    instances: pl.DataFrame  # op, ordinal, pid, device_id, start_ns, end_ns
+    # op, ordinal, pid, device_id, start_ns, end_ns, kernel_id, channel, channel_source
+    instances: pl.DataFrame
     middle: dict[str, Any] | None  # activity_middle's row, in the file's clock
     kernel_totals: pl.DataFrame  # the kernel_gpu_total view: per GPU and kernel name
 
@@ -92,7 +101,8 @@ def analyse_file(job: FileJob) -> FilePart:
     wanted = DEFAULT_ACTIVITIES if job.timeline_default and not report.steps else EVERY_ACTIVITY
     middle = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
     instances = con.execute(
-        "SELECT op, ordinal, pid, device_id, start_ns, end_ns FROM collective"
+        "SELECT op, ordinal, pid, device_id, start_ns, end_ns, kernel_id, channel, "
+        "channel_source FROM collective"
     ).pl()
     product = report.traces[0].product or ""
     return FilePart(
@@ -209,6 +219,9 @@ def merge(
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
     paths, tps = [], []
     gpu_metrics: list[GpuMetric] = []
+    comms: list[CommunicatorReport] = []
+    comm_steps: list[CommunicatorStep] = []
+    comm_layers: list[CommunicatorLayer] = []
     for part, clock in zip(parts, clocks, strict=True):
         r, off = part.report, clock.offset_ns
 
@@ -256,6 +269,12 @@ def merge(
         gpu_metrics += [
             replace(m, file=part.name, rank=rank(m.pid, m.device_id)) for m in r.gpu_metrics
         ]
+        moved = renumbered(
+            r.communicators, r.communicator_steps, r.communicator_layers, part.name, rank
+        )
+        comms += moved[0]
+        comm_steps += moved[1]
+        comm_layers += moved[2]
 
     def order(x: Any) -> tuple[int, str, int, int]:
         return (x.rank, x.file, x.pid, x.device_id)
@@ -274,7 +293,19 @@ def merge(
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
     stragglers = _stragglers(parts, clocks, ranks)
-    verdict = bottleneck(gpus, across, collectives, stragglers)
+    comms, comm_steps, comm_layers = matched_across(
+        comms, comm_steps, comm_layers, _stream_matches(parts, clocks, ranks), ranks, len(gpus)
+    )
+    comms_t, comm_steps_t, comm_layers_t = with_roles(
+        sorted(comms, key=lambda c: (*order(c), -c.total_ns, c.channel)),
+        sorted(comm_steps, key=lambda c: (*order(c), c.step_ordinal, c.communicator)),
+        sorted(comm_layers, key=lambda c: (*order(c), c.layer, c.communicator)),
+        facts.comm_groups,
+        any(x.layer != OUTSIDE for x in layers_t),
+    )
+    verdict = with_role_sentence(
+        bottleneck(gpus, across, collectives, stragglers), comms_t, comm_steps_t, steps, gpus
+    )
     return Report(
         tool_version=__version__,
         traces=tuple(t for p in parts for t in p.report.traces),
@@ -298,6 +329,9 @@ def merge(
         data_path=data_path,
         tp_structure=tp,
         gpu_metrics=tuple(sorted(gpu_metrics, key=metric_order)),
+        communicators=comms_t,
+        communicator_steps=comm_steps_t,
+        communicator_layers=comm_layers_t,
         gpu_metrics_ignored=tuple(
             replace(i, file=p.name) for p in parts for i in p.report.gpu_metrics_ignored
         ),
@@ -357,6 +391,38 @@ def _stragglers(
         )
     gpus.sort(key=lambda g: (g.rank, g.file, g.pid, g.device_id))
     return stragglers_of(tuple(gpus), tuple(unmatched))
+
+
+def _stream_matches(
+    parts: Sequence[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
+) -> dict[tuple[str, int, int, str], tuple[GpuKey, ...]]:
+    """For each GPU's stream channel, the GPUs of every file whose channels end its collectives
+    with it (queries/derived/comm_match.sql over all files' instances on the aligned clock)."""
+    import polars as pl
+
+    stand_in = _stand_ins(ranks)
+    keys = list(stand_in)
+    collective = pl.concat(
+        [
+            _on_stand_ins(
+                part.instances,
+                part.name,
+                stand_in,
+                start_ns=pl.col("start_ns") + clock.offset_ns,
+                end_ns=pl.col("end_ns") + clock.offset_ns,
+            )
+            for part, clock in zip(parts, clocks, strict=True)
+        ]
+    )
+    sql = next(v.sql for v in view_files() if v.name == "comm_match")
+    with _reading(collective=collective) as con:
+        con.execute(sql)
+        rows = con.execute("SELECT pid, channel, members FROM comm_match").fetchall()
+    out = {}
+    for pid, channel, members in rows:
+        gpus = tuple(keys[int(m.split(":")[0])] for m in members.split(","))
+        out[(*keys[pid], channel)] = gpus
+    return out
 
 
 def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> dict[GpuKey, int]:

@@ -8,7 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport import __version__, charts
-from nsysreport.compare import Comparison, collective_sentence, summary_sentence
+from nsysreport.compare import (
+    Comparison,
+    collective_sentence,
+    role_comparison_sentence,
+    summary_sentence,
+)
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.queries import resource_dir
@@ -78,6 +83,7 @@ def render_compare_html(comparison: Comparison, generated_at: str | None = None)
         "c": comparison,
         "summary": summary_sentence(comparison),
         "collectives_summary": collective_sentence(comparison),
+        "roles_summary": role_comparison_sentence(comparison),
         "generated_at": generated_at or generated_now(),
         "tool_version": __version__,
         "part_colours": charts.part_colours(comparison.graph_part),

@@ -8,7 +8,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysreport.compare import Comparison, collective_sentence, summary_sentence
+from nsysreport.compare import (
+    Comparison,
+    collective_sentence,
+    role_comparison_sentence,
+    summary_sentence,
+)
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS
 from nsysreport.sections.gpu_metrics import summary_line as gpu_metrics_line
@@ -147,6 +152,9 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
     collectives = collective_sentence(c)
     if collectives is not None:
         console.print(f"[bold]Collectives:[/] {collectives}", soft_wrap=True)
+    roles = role_comparison_sentence(c)
+    if roles is not None:
+        console.print(f"[bold]Communicators:[/] {roles}", soft_wrap=True)
     for note in c.notes:
         console.print(f"Note: {note}", soft_wrap=True)
     for path in written:

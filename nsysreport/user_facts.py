@@ -1,11 +1,12 @@
 """What the user tells the analysis that no trace records: the data path's link peaks
-(--link-peak) and the model's shape (--model)."""
+(--link-peak), the model's shape (--model) and the communicators' roles (--comm-group)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from nsysreport.errors import OptionError
+from nsysreport.sections.communicators import CommGroupSpec
 
 LINKS = ("hbm", "nvlink", "pcie", "network")
 
@@ -60,6 +61,7 @@ class Facts:
 
     link_peaks: dict[str, float] = field(default_factory=dict)  # link -> GB/s per direction
     model: ModelShape | None = None
+    comm_groups: tuple[CommGroupSpec, ...] = ()  # --comm-group NAME=RANKS|stream:N|REGEX
 
 
 def parse_link_peaks(items: list[str]) -> dict[str, float]:

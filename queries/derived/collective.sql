@@ -18,7 +18,14 @@
 -- Otherwise it is unknown (NULL): a trace of some of the job's ranks cannot count the others,
 -- and a "collective" on one GPU of unknown group is not a group of one. NCCL's own NVTX
 -- payloads (communicator id, ranks) are not read: nsys exports them only as blobs
--- (docs/export-format.md). Materialised (CREATE TABLE) when the trace is opened: four
+-- (docs/export-format.md).
+-- The channel is the kernel's communicator as this GPU sees it: the process group the trace
+-- names (`process group NAME`), else its stream (`stream N`: NCCL runs each communicator's
+-- kernels on a stream of their own, and PyTorch gives each process group one per device). A
+-- kernel the trace records no group for, on a stream whose other kernels all name one process
+-- group, is on that group's channel (channel_source `stream of process group`: the real MI300
+-- trace's five warm-up kernels without args). Its group size stays what the rules above give.
+-- comm_channel tells which GPUs' channels form one communicator. Materialised (CREATE TABLE) when the trace is opened: four
 -- analyses read it.
 --
 -- Reads: activity_range, comm_bytes_option, comm_group_launch, comm_world, kernel
@@ -37,10 +44,16 @@
 --   group_size     BIGINT    ranks in the kernel's communicator, NULL when unknown
 --   group_source   VARCHAR   where group_size comes from (above), NULL when it is unknown
 --   comm_group     VARCHAR   the process group's name as the trace records it, else NULL
+--   stream_id      BIGINT    the kernel's stream
+--   channel        VARCHAR   `process group NAME` (comm_group, else its stream's), or `stream N`
+--   channel_source VARCHAR   trace metadata, stream of process group, or stream
+--   comm_ranks     VARCHAR   the process group's global ranks ("0,1"), as recorded, else NULL
+--   comm_desc      VARCHAR   the process group's description, as recorded, else NULL
 CREATE TABLE collective AS
 WITH named AS (
     SELECT k.pid, k.device_id, k.kernel_id, k.start_ns, k.end_ns,
         greatest(k.end_ns - k.start_ns, 0) AS duration_ns, k.global_pid, k.correlation_id,
+        k.stream_id,
         t.label AS torch_label, n.label AS nccl_label, n.payload AS nccl_bytes, k.name
     FROM kernel AS k
     LEFT JOIN activity_range AS t
@@ -85,7 +98,7 @@ launch_group AS (
     ORDER BY globalPid, correlationId, group_size DESC NULLS LAST, group_source, comm_group
 ),
 sized AS (
-    SELECT x.*, l.comm_group,
+    SELECT x.*, l.comm_group, l.comm_ranks, l.comm_desc,
         CASE WHEN l.group_size IS NOT NULL THEN l.group_size
             WHEN w.world_size IS NOT NULL AND coalesce(w.process_groups, 1) = 1
                 THEN w.world_size
@@ -98,11 +111,28 @@ sized AS (
     JOIN op_gpus AS g ON g.op = x.op
     CROSS JOIN comm_world AS w
     LEFT JOIN launch_group AS l ON l.globalPid = x.global_pid AND l.correlationId = x.correlation_id
+),
+stream_group AS (
+    -- the one process group a stream's kernels name, where they name exactly one
+    SELECT pid, device_id, stream_id, min(comm_group) AS comm_group
+    FROM sized
+    WHERE comm_group IS NOT NULL
+    GROUP BY ALL
+    HAVING count(DISTINCT comm_group) = 1
 )
 SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.op, x.op_source,
     coalesce(x.nccl_bytes, o.bytes) AS message_bytes,
     row_number() OVER (PARTITION BY x.pid, x.device_id, x.op ORDER BY x.start_ns, x.kernel_id)
         AS ordinal,
-    x.group_size, x.group_source, x.comm_group
+    x.group_size, x.group_source, x.comm_group, x.stream_id,
+    CASE WHEN x.comm_group IS NOT NULL THEN 'process group ' || x.comm_group
+        WHEN sg.comm_group IS NOT NULL THEN 'process group ' || sg.comm_group
+        ELSE 'stream ' || coalesce(x.stream_id::VARCHAR, '?') END AS channel,
+    CASE WHEN x.comm_group IS NOT NULL THEN 'trace metadata'
+        WHEN sg.comm_group IS NOT NULL THEN 'stream of process group'
+        ELSE 'stream' END AS channel_source,
+    x.comm_ranks, x.comm_desc
 FROM sized AS x
 LEFT JOIN comm_bytes_option AS o ON o.op = x.op
+LEFT JOIN stream_group AS sg
+    ON sg.pid = x.pid AND sg.device_id = x.device_id AND sg.stream_id = x.stream_id

@@ -6,7 +6,8 @@
 --
 -- Groupings: `layer` (parts compute, gemm, comm: the kernels launched inside that layer, and
 -- memcpy: its copies and memsets; the rest under `(outside layers)`), `op` (part comm: the
--- kernels of one collective op) and `copy` (part memcpy: the copies of one data-path stage,
+-- kernels of one collective op), `comm` (part comm: the kernels of one communicator channel,
+-- collective.channel: a process group, else a stream) and `copy` (part memcpy: the copies of one data-path stage,
 -- memcpy's `stage`: h2d, d2h, d2d, p2p, memset, ...).
 -- In start order, each interval adds to its group's union only what reaches past every earlier
 -- interval of the group: [max(start, reach so far), end), when not empty. Those pieces are
@@ -21,8 +22,8 @@
 -- Columns:
 --   pid           BIGINT    process id
 --   device_id     BIGINT    nsys GPU id
---   grouping      VARCHAR   layer, op or copy
---   group_key     VARCHAR   layer label, collective op, or copy stage
+--   grouping      VARCHAR   layer, op, comm or copy
+--   group_key     VARCHAR   layer label, collective op, communicator channel, or copy stage
 --   part          VARCHAR   compute, gemm, comm or memcpy
 --   start_ns      BIGINT    piece start
 --   end_ns        BIGINT    piece end
@@ -50,6 +51,9 @@ members AS (
     FROM kernels WHERE class = 'comm'
     UNION ALL
     SELECT pid, device_id, 'op', op, 'comm', start_ns, end_ns
+    FROM collective WHERE end_ns > start_ns
+    UNION ALL
+    SELECT pid, device_id, 'comm', channel, 'comm', start_ns, end_ns
     FROM collective WHERE end_ns > start_ns
     UNION ALL
     SELECT a.pid, a.device_id, 'layer', coalesce(ar.label, '(outside layers)'), 'memcpy',

@@ -8,7 +8,8 @@
 -- the capture (whether it has GPU metric tables, usable samples or not).
 -- comm_group_launch: the communicator a communication kernel ran on, as the trace records it
 -- at the kernel (a PyTorch profiler trace's kernel args: kineto_comm_group), keyed like the
--- kernel by process and correlation id; group_source names the field it came from.
+-- kernel by process and correlation id; group_source names the field it came from;
+-- comm_ranks the group's global ranks ("0,1,2,3") and comm_desc its description, if recorded.
 -- job_world: the job's size as the trace records it (a PyTorch profiler trace's
 -- distributedInfo.world_size) and how many process groups it lists (NULL: it does not say).
 --
@@ -18,6 +19,6 @@ CREATE TABLE nvtx_unloaded (count BIGINT);
 CREATE TABLE source_table (name VARCHAR);
 CREATE TABLE comm_group_launch (
     globalPid BIGINT, correlationId BIGINT, group_size BIGINT, group_source VARCHAR,
-    comm_group VARCHAR
+    comm_group VARCHAR, comm_ranks VARCHAR, comm_desc VARCHAR
 );
 CREATE TABLE job_world (world_size BIGINT, process_groups BIGINT, source VARCHAR);

@@ -5,14 +5,16 @@
 -- profiler trace's message sizes, or --comm-bytes), algorithm bandwidth is bytes / kernel time
 -- and bus bandwidth scales it by 2(n-1)/n for all-reduce and (n-1)/n for all-gather,
 -- reduce-scatter and all-to-all (NCCL's convention, as nccl-tests reports it), n being the group size: the ranks of the communicator,
--- as collective derives it per kernel (group_source says from what). A GPU's kernels of one
+-- as collective derives it per kernel (group_source says from what), or the kernel's
+-- communicator's where the trace could only count GPUs and comm_channel's matched members say
+-- otherwise (the communicators section gives each communicator its own n). A GPU's kernels of one
 -- op normally agree; when they do not, the size most of them carry is taken (a tie: the
 -- larger), and group_source is the source most of those kernels name (a tie: the first by
 -- name). Kernels of unknown size do not vote; when none has a size, group_gpus is NULL and so
 -- is the bus bandwidth of all-reduce, all-gather, reduce-scatter and all-to-all (every other op's factor
 -- is 1 whatever n is: its bus bandwidth is the algorithm bandwidth).
 --
--- Reads: collective, grouped_island
+-- Reads: collective, comm_channel, grouped_island
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -43,9 +45,21 @@ WITH stats AS (
     FROM collective
     GROUP BY pid, device_id, op
 ),
+sized AS (
+    -- the communicator's own size where the trace could only count the GPUs running the op
+    -- and matched instances tell a different one (comm_channel: TP and DP groups of one job)
+    SELECT c.pid, c.device_id, c.op,
+        CASE WHEN g.group_source = 'matched instances' AND g.group_size <> c.group_size
+            THEN g.group_size ELSE c.group_size END AS group_size,
+        CASE WHEN g.group_source = 'matched instances' AND g.group_size <> c.group_size
+            THEN g.group_source ELSE c.group_source END AS group_source
+    FROM collective AS c
+    JOIN comm_channel AS g
+        ON g.pid = c.pid AND g.device_id = c.device_id AND g.channel = c.channel
+),
 votes AS (
     SELECT pid, device_id, op, group_size, group_source, count(*) AS kernels
-    FROM collective
+    FROM sized
     WHERE group_size IS NOT NULL
     GROUP BY ALL
 ),
