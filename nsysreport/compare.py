@@ -15,7 +15,7 @@ from nsysreport.inputs import expand_inputs
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.sections.collectives import CollectiveReport
-from nsysreport.sections.data_path import DataPathRow
+from nsysreport.sections.data_path import DataPathRow, dominant_bound
 from nsysreport.sections.layers import OUTSIDE
 from nsysreport.units import fmt_bytes, fmt_ns, fmt_pct
 
@@ -335,14 +335,11 @@ def _stage_figures(entry: dict[str, dict[str, Any]], label: str, rows: list[Data
     factors = [r.busbw_gbps / r.achieved_gbps for r in rows if r.busbw_gbps and r.achieved_gbps]
     peaks = [r.peak_gbps for r in rows if r.peak_gbps is not None]
     utils = [r.utilisation_pct for r in rows if r.utilisation_pct is not None]
-    by_time: dict[str, int] = {}
-    for r in rows:
-        by_time[r.bound] = by_time.get(r.bound, 0) + r.time_ns
     entry["mean_bytes"][label] = mean
     entry["bus_bytes"][label] = mean * statistics.fmean(factors) if mean and factors else None
     entry["peak_gbps"][label] = statistics.median(peaks) if peaks else None
     entry["utilisation_pct"][label] = statistics.fmean(utils) if utils else None
-    entry["bound"][label] = max(by_time, key=lambda b: (by_time[b], b)) if by_time else None
+    entry["bound"][label] = dominant_bound(rows)
 
 
 def summary_sentence(c: Comparison) -> str:

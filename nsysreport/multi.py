@@ -357,22 +357,9 @@ def _stragglers(
     The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
     gets a stand-in pid, its position in rank order, and device_id 0.
     """
-    import polars as pl
-
     stand_in = _stand_ins(ranks)
     keys = list(stand_in)  # a stand-in id back to its GPU
-    collective = pl.concat(
-        [
-            _on_stand_ins(
-                part.instances,
-                part.name,
-                stand_in,
-                start_ns=pl.col("start_ns") + clock.offset_ns,
-                end_ns=pl.col("end_ns") + clock.offset_ns,
-            )
-            for part, clock in zip(parts, clocks, strict=True)
-        ]
-    )
+    collective = _aligned_instances(parts, clocks, stand_in)
     with _reading(collective=collective) as con:
         found = run_query(con, "straggler_gpu").to_dicts()
         unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
@@ -398,11 +385,27 @@ def _stream_matches(
 ) -> dict[tuple[str, int, int, str], tuple[GpuKey, ...]]:
     """For each GPU's stream channel, the GPUs of every file whose channels end its collectives
     with it (queries/derived/comm_match.sql over all files' instances on the aligned clock)."""
-    import polars as pl
-
     stand_in = _stand_ins(ranks)
     keys = list(stand_in)
-    collective = pl.concat(
+    collective = _aligned_instances(parts, clocks, stand_in)
+    sql = next(v.sql for v in view_files() if v.name == "comm_match")
+    with _reading(collective=collective) as con:
+        con.execute(sql)
+        rows = con.execute("SELECT pid, channel, members FROM comm_match").fetchall()
+    out = {}
+    for pid, channel, members in rows:
+        gpus = tuple(keys[int(m.split(":")[0])] for m in members.split(","))
+        out[(*keys[pid], channel)] = gpus
+    return out
+
+
+def _aligned_instances(
+    parts: Sequence[FilePart], clocks: Sequence[FileClock], stand_in: dict[GpuKey, int]
+) -> pl.DataFrame:
+    """Every file's collective instances on the reference clock, each GPU on its stand-in id."""
+    import polars as pl
+
+    return pl.concat(
         [
             _on_stand_ins(
                 part.instances,
@@ -414,15 +417,6 @@ def _stream_matches(
             for part, clock in zip(parts, clocks, strict=True)
         ]
     )
-    sql = next(v.sql for v in view_files() if v.name == "comm_match")
-    with _reading(collective=collective) as con:
-        con.execute(sql)
-        rows = con.execute("SELECT pid, channel, members FROM comm_match").fetchall()
-    out = {}
-    for pid, channel, members in rows:
-        gpus = tuple(keys[int(m.split(":")[0])] for m in members.split(","))
-        out[(*keys[pid], channel)] = gpus
-    return out
 
 
 def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> dict[GpuKey, int]:

@@ -73,6 +73,11 @@ class DataPathRow:
         return None if self.bytes is None or not self.sized else self.bytes / self.sized
 
     @property
+    def rate_gbps(self) -> float | None:
+        """What the utilisation measures: bus bandwidth for a collective, else achieved."""
+        return self.busbw_gbps if self.kind == "collective" else self.achieved_gbps
+
+    @property
     def peak_source_short(self) -> str:
         """Where the ceiling came from, without the datasheet's words (the JSON has them)."""
         return self.peak_source.split(" (", 1)[0]
@@ -217,6 +222,14 @@ def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tupl
     return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
 
 
+def dominant_bound(rows: Sequence[DataPathRow]) -> str | None:
+    """The bound that holds the most of these rows' time (one stage over its GPUs)."""
+    by_time: dict[str, int] = {}
+    for r in rows:
+        by_time[r.bound] = by_time.get(r.bound, 0) + r.time_ns
+    return max(by_time, key=lambda b: (by_time[b], b)) if by_time else None
+
+
 def _fitted_latency_share(r: Mapping[str, Any]) -> float | None:
     """The per-call cost's share of the stage's time by the least-squares line, when it holds
     (several sizes, FIT_MIN_CALLS calls, r2 >= FIT_MIN_R2, a cost and a slope >= 0)."""
@@ -250,12 +263,8 @@ def narrowest(
     if (pct(totals[(kind, stage)], span_ns) or 0.0) < NARROWEST_MIN_PCT:
         return None
     mine = [r for r in rows if (r.kind, r.stage) == (kind, stage)]
-    by_time: dict[str, int] = {}
-    for r in mine:
-        by_time[r.bound] = by_time.get(r.bound, 0) + r.time_ns
-    bound = max(by_time, key=lambda b: (by_time[b], b))
-    rates = [r.busbw_gbps if kind == "collective" else r.achieved_gbps for r in mine]
-    known = [x for x in rates if x is not None]
+    bound = dominant_bound(mine) or "unknown"
+    known = [r.rate_gbps for r in mine if r.rate_gbps is not None]
     peaks = [r.peak_gbps for r in mine if r.peak_gbps is not None]
     sized = sum(r.sized for r in mine)
     mean_bytes = sum(r.bytes or 0 for r in mine) / sized if sized else None
