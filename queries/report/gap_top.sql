@@ -8,7 +8,7 @@
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
 -- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
 --
--- Reads: activity_name, gpu_segment, launch, sync_call
+-- Reads: activity, gpu_segment, graph_launch, kernel, launch, memcpy, sync_call
 --
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
@@ -32,7 +32,11 @@ WITH gaps AS (
     WHERE n_all = 0
 ),
 top AS (
-    SELECT *
+    SELECT *,
+        ['kernel', 'memcpy', 'memset', 'graph'][(before_key % 4)::INTEGER + 1] AS before_source,
+        before_key // 4 AS before_id,
+        ['kernel', 'memcpy', 'memset', 'graph'][(after_key % 4)::INTEGER + 1] AS after_source,
+        after_key // 4 AS after_id
     FROM gaps
     WHERE gap_rank <= $top
 ),
@@ -42,9 +46,13 @@ ends AS (
     SELECT after_source, after_id FROM top
 ),
 named AS (
-    SELECT a.source, a.activity_id, a.global_pid, a.correlation_id, a.class, a.name
+    SELECT a.source, a.activity_id, a.global_pid, a.correlation_id, a.class,
+        coalesce(k.name, m.name, g.name) AS name
     FROM ends AS e
-    JOIN activity_name AS a ON a.source = e.source AND a.activity_id = e.activity_id
+    JOIN activity AS a ON a.source = e.source AND a.activity_id = e.activity_id
+    LEFT JOIN kernel AS k ON a.source = 'kernel' AND k.kernel_id = a.activity_id
+    LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
+    LEFT JOIN graph_launch AS g ON a.source = 'graph' AND g.graph_launch_id = a.activity_id
 ),
 causes AS (
     SELECT t.pid, t.device_id, t.gap_rank,

@@ -5,7 +5,7 @@
 -- (nsysreport.perfetto). Activities with end <= start carry no time and are left out, as in
 -- timeline_window.
 --
--- Reads: activity_name
+-- Reads: activity, graph_launch, kernel, memcpy
 --
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
@@ -21,9 +21,13 @@
 --   name          VARCHAR   kernel name, [CUDA memcpy <kind>], [CUDA memset] or [CUDA graph <id>]
 --   start_ns      BIGINT    start, clipped to the window
 --   end_ns        BIGINT    end, clipped to the window
-SELECT a.pid, a.device_id, a.stream_id, a.source, a.activity_id, a.class, a.name,
+SELECT a.pid, a.device_id, a.stream_id, a.source, a.activity_id, a.class,
+    coalesce(k.name, m.name, g.name) AS name,
     greatest(a.start_ns, $start_ns)::BIGINT AS start_ns,
     least(a.end_ns, $end_ns)::BIGINT AS end_ns
-FROM activity_name AS a
+FROM activity AS a
+LEFT JOIN kernel AS k ON a.source = 'kernel' AND k.kernel_id = a.activity_id
+LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
+LEFT JOIN graph_launch AS g ON a.source = 'graph' AND g.graph_launch_id = a.activity_id
 WHERE a.end_ns > a.start_ns AND a.start_ns < $end_ns AND a.end_ns > $start_ns
 ORDER BY a.pid, a.device_id, a.stream_id, start_ns, a.source, a.activity_id

@@ -17,8 +17,8 @@
 --   layer             a layer range's window on this GPU: first start to last end of the
 --                     activities launched in that NVTX range (activity_range)
 --
--- Reads: activity, activity_name, activity_range, collective, gpu_segment, launch,
---   step_window, sync_call
+-- Reads: activity, activity_range, collective, gpu_segment, graph_launch, kernel, launch,
+--   memcpy, step_window, sync_call
 --
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
@@ -51,7 +51,10 @@ exposed_spans AS (
 ),
 gaps AS (
     SELECT pid, device_id, start_ns, end_ns,
-        before_source, before_id, after_source, after_id
+        ['kernel', 'memcpy', 'memset', 'graph'][(before_key % 4)::INTEGER + 1] AS before_source,
+        before_key // 4 AS before_id,
+        ['kernel', 'memcpy', 'memset', 'graph'][(after_key % 4)::INTEGER + 1] AS after_source,
+        after_key // 4 AS after_id
     FROM gpu_segment
     WHERE n_all = 0 AND start_ns < $end_ns AND end_ns > $start_ns
 ),
@@ -61,9 +64,13 @@ ends AS (
     SELECT after_source, after_id FROM gaps
 ),
 named AS (
-    SELECT a.source, a.activity_id, a.global_pid, a.correlation_id, a.name
+    SELECT a.source, a.activity_id, a.global_pid, a.correlation_id,
+        coalesce(k.name, m.name, g.name) AS name
     FROM ends AS e
-    JOIN activity_name AS a ON a.source = e.source AND a.activity_id = e.activity_id
+    JOIN activity AS a ON a.source = e.source AND a.activity_id = e.activity_id
+    LEFT JOIN kernel AS k ON a.source = 'kernel' AND k.kernel_id = a.activity_id
+    LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
+    LEFT JOIN graph_launch AS g ON a.source = 'graph' AND g.graph_launch_id = a.activity_id
 ),
 causes AS (
     SELECT t.pid, t.device_id, t.start_ns,

@@ -30,10 +30,6 @@
 --   before_key       BIGINT    activity whose event opens the segment: activity_id * 4 +
 --                              source (0 kernel, 1 memcpy, 2 memset, 3 graph)
 --   after_key        BIGINT    activity whose event closes the segment, encoded the same way
---   before_source    VARCHAR   before_key decoded: kernel, memcpy, memset or graph
---   before_id        BIGINT    its activity_id
---   after_source     VARCHAR   after_key decoded
---   after_id         BIGINT    its activity_id
 CREATE VIEW gpu_segment AS
 SELECT pid, device_id, seq, start_ns, end_ns, end_ns - start_ns AS duration_ns,
     (packed & 1023) + ((packed >> 30) & 1023) + ((packed >> 40) & 1023)
@@ -45,9 +41,5 @@ SELECT pid, device_id, seq, start_ns, end_ns, end_ns - start_ns AS duration_ns,
     (packed >> 40) & 1023 AS n_memcpy,
     (packed >> 50) & 1023 AS n_graph,
     before_key,
-    after_key,
-    ['kernel', 'memcpy', 'memset', 'graph'][(before_key % 4)::INTEGER + 1] AS before_source,
-    before_key // 4 AS before_id,
-    ['kernel', 'memcpy', 'memset', 'graph'][(after_key % 4)::INTEGER + 1] AS after_source,
-    after_key // 4 AS after_id
+    after_key
 FROM gpu_sweep
