@@ -102,29 +102,40 @@ covered_until AS (
     FROM gpu_segment
     WINDOW w AS (PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING)
 ),
-exposed AS (
+point AS (
+    -- Every instant where a piece starts or ends, once (a comm kernel is a piece of its layer,
+    -- its op and its communicator): one lookup of covered time each.
+    SELECT DISTINCT pid, device_id, part_id = 2 AS by_compute, start_ns AS t
+    FROM pieces WHERE part_id >= 2
+    UNION
+    SELECT pid, device_id, part_id = 2, end_ns FROM pieces WHERE part_id >= 2
+),
+covered_before AS (
     -- covered time before instant t: the running total at the end of the segment that starts
     -- at or before t, less the part of that segment after t when it is covered. (Sort-based
     -- ASOF lookups: at 5M kernels, equality joins of the pieces with every segment ran out of
     -- DuckDB's memory limit, where sorts spill to disk.)
+    SELECT p.pid, p.device_id, p.by_compute, p.t,
+        coalesce(CASE WHEN p.by_compute
+            THEN c.compute_until_ns - CASE WHEN c.computing
+                THEN greatest(c.end_ns - p.t, 0) ELSE 0 END
+            ELSE c.kernel_until_ns - CASE WHEN c.kernel_running
+                THEN greatest(c.end_ns - p.t, 0) ELSE 0 END
+        END, 0) AS covered_ns
+    FROM point AS p
+    ASOF LEFT JOIN covered_until AS c
+        ON c.pid = p.pid AND c.device_id = p.device_id AND c.start_ns <= p.t
+),
+exposed AS (
     SELECT p.pid, p.device_id, p.group_id, p.part_id, p.start_ns, p.end_ns,
-        p.end_ns - p.start_ns - CASE p.part_id
-            WHEN 2 THEN
-                coalesce(hi.compute_until_ns - CASE WHEN hi.computing
-                    THEN greatest(hi.end_ns - p.end_ns, 0) ELSE 0 END, 0)
-                - coalesce(lo.compute_until_ns - CASE WHEN lo.computing
-                    THEN greatest(lo.end_ns - p.start_ns, 0) ELSE 0 END, 0)
-            ELSE
-                coalesce(hi.kernel_until_ns - CASE WHEN hi.kernel_running
-                    THEN greatest(hi.end_ns - p.end_ns, 0) ELSE 0 END, 0)
-                - coalesce(lo.kernel_until_ns - CASE WHEN lo.kernel_running
-                    THEN greatest(lo.end_ns - p.start_ns, 0) ELSE 0 END, 0)
-        END AS exposed_ns
+        p.end_ns - p.start_ns - (hi.covered_ns - lo.covered_ns) AS exposed_ns
     FROM pieces AS p
-    ASOF LEFT JOIN covered_until AS lo
-        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.start_ns <= p.start_ns
-    ASOF LEFT JOIN covered_until AS hi
-        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.start_ns <= p.end_ns
+    JOIN covered_before AS lo
+        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.by_compute = (p.part_id = 2)
+        AND lo.t = p.start_ns
+    JOIN covered_before AS hi
+        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.by_compute = (p.part_id = 2)
+        AND hi.t = p.end_ns
     WHERE p.part_id >= 2
 )
 SELECT e.pid, e.device_id, g.grouping, g.group_key, ['comm', 'memcpy'][e.part_id - 1] AS part,

@@ -36,15 +36,30 @@
 --   graph_opaque_ns      BIGINT    graph union minus (compute + comm + memcpy unions)
 --   kernel_count         BIGINT    kernels the step contains on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
-WITH bounds AS (
-    -- The first and last segment of each window (ASOF: the segment containing the instant).
+WITH instant AS (
+    -- Each window's two ends, as instants t where the segment starting at or before t is
+    -- wanted: the start, and the last nanosecond before the end.
+    SELECT pid, device_id, start_ns AS t FROM step_window
+    UNION
+    SELECT pid, device_id, end_ns - 1 FROM step_window
+),
+segment_at AS (
+    -- The segment containing each instant: one ASOF lookup (one sort of the segments) for
+    -- both ends.
+    SELECT i.pid, i.device_id, i.t, s.seq
+    FROM instant AS i
+    ASOF LEFT JOIN gpu_segment AS s
+        ON s.pid = i.pid AND s.device_id = i.device_id AND s.start_ns <= i.t
+),
+bounds AS (
+    -- The first and last segment of each window.
     SELECT w.pid, w.device_id, w.range_id, w.start_ns, w.end_ns,
         coalesce(lo.seq, 0) AS lo_seq, coalesce(hi.seq, -1) AS hi_seq
     FROM step_window AS w
-    ASOF LEFT JOIN gpu_segment AS lo
-        ON lo.pid = w.pid AND lo.device_id = w.device_id AND lo.start_ns <= w.start_ns
-    ASOF LEFT JOIN gpu_segment AS hi
-        ON hi.pid = w.pid AND hi.device_id = w.device_id AND hi.start_ns < w.end_ns
+    JOIN segment_at AS lo
+        ON lo.pid = w.pid AND lo.device_id = w.device_id AND lo.t = w.start_ns
+    JOIN segment_at AS hi
+        ON hi.pid = w.pid AND hi.device_id = w.device_id AND hi.t = w.end_ns - 1
 ),
 inside AS (
     SELECT b.*, unnest(range(b.lo_seq, b.hi_seq + 1)) AS seq FROM bounds AS b
