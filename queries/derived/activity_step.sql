@@ -43,14 +43,37 @@ pieces AS (
     SELECT global_pid, t AS start_ns, lead(t) OVER (PARTITION BY global_pid ORDER BY t) AS end_ns
     FROM cuts
 ),
+bin AS (
+    -- Per process, a time bin about as long as a step: each step is listed in the bins it
+    -- spans and each piece is looked up in its own bin, so a piece meets the few steps near
+    -- it, not every step of its process (quadratic in the steps of a long capture). Floor
+    -- division is monotonic, so a step's bins hold every instant inside it.
+    -- The span is taken as HUGEINT: extreme times overflow BIGINT.
+    SELECT global_pid,
+        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
+            9223372036854775807)::BIGINT AS width
+    FROM steps
+    GROUP BY global_pid
+),
+step_bin AS (
+    SELECT s.range_id, s.global_pid, s.start_ns, s.end_ns,
+        unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
+    FROM steps AS s
+    JOIN bin AS b ON b.global_pid = s.global_pid
+),
+piece_bin AS (
+    SELECT p.global_pid, p.start_ns, p.end_ns, p.start_ns // b.width AS bin
+    FROM pieces AS p
+    JOIN bin AS b ON b.global_pid = p.global_pid
+),
 owned AS (
-    -- Few rows (two per step): the join of pieces and steps stays small.
     SELECT p.global_pid, p.start_ns, p.end_ns,
         arg_max(s.range_id, (s.start_ns, -s.end_ns, s.range_id)) AS range_id
-    FROM pieces AS p
-    JOIN steps AS s
-        ON s.global_pid = p.global_pid AND s.start_ns <= p.start_ns AND p.start_ns < s.end_ns
-    GROUP BY ALL
+    FROM piece_bin AS p
+    JOIN step_bin AS s
+        ON s.global_pid = p.global_pid AND s.bin = p.bin
+        AND s.start_ns <= p.start_ns AND p.start_ns < s.end_ns
+    GROUP BY p.global_pid, p.start_ns, p.end_ns
 ),
 placed AS (
     SELECT a.source, a.activity_id, a.pid, a.global_pid, a.device_id, a.start_ns, a.end_ns,
