@@ -14,10 +14,18 @@
 -- disjoint and together make the union, so sums of duration_ns are union lengths (one window
 -- pass, no island numbering). exposed_ns is the piece minus the union of all compute on the
 -- GPU (for copies: of all compute and comm, as exposed memcpy in docs/metrics.md), whoever
--- launched it: a running total of that time over gpu_segment gives the covered time before
--- any instant with one ASOF lookup, so a piece's covered time is a difference.
+-- launched it: the sum of the piece's overlaps with the gpu_segment rows where none of that
+-- runs.
+--
+-- Built one GPU at a time ($pid, $device_id; nsysreport.queries runs it for each GPU and
+-- appends the rows): every union and window here is within one GPU, so its sorts hold one
+-- GPU's rows, not the whole trace's.
 --
 -- Reads: activity, activity_range, collective, gpu_segment, kernel, memcpy
+--
+-- Params:
+--   $pid         BIGINT   -   the GPU's process id
+--   $device_id   BIGINT   -   the GPU's nsys id
 --
 -- Columns:
 --   pid           BIGINT    process id
@@ -37,7 +45,7 @@ WITH kernels AS (
     FROM kernel AS k
     LEFT JOIN activity_range AS ar
         ON ar.source = 'kernel' AND ar.activity_id = k.kernel_id AND ar.role = 'layer'
-    WHERE k.end_ns > k.start_ns
+    WHERE k.pid = $pid AND k.device_id = $device_id AND k.end_ns > k.start_ns
 ),
 members AS (
     SELECT pid, device_id, 'layer' AS grouping, layer AS group_key, 'compute' AS part,
@@ -51,20 +59,21 @@ members AS (
     FROM kernels WHERE class = 'comm'
     UNION ALL
     SELECT pid, device_id, 'op', op, 'comm', start_ns, end_ns
-    FROM collective WHERE end_ns > start_ns
+    FROM collective WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
     UNION ALL
     SELECT pid, device_id, 'comm', channel, 'comm', start_ns, end_ns
-    FROM collective WHERE end_ns > start_ns
+    FROM collective WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
     UNION ALL
     SELECT a.pid, a.device_id, 'layer', coalesce(ar.label, '(outside layers)'), 'memcpy',
         a.start_ns, a.end_ns
     FROM activity AS a
     LEFT JOIN activity_range AS ar
         ON ar.source = a.source AND ar.activity_id = a.activity_id AND ar.role = 'layer'
-    WHERE a.class = 'memcpy' AND a.end_ns > a.start_ns
+    WHERE a.pid = $pid AND a.device_id = $device_id AND a.class = 'memcpy'
+        AND a.end_ns > a.start_ns
     UNION ALL
     SELECT pid, device_id, 'copy', stage, 'memcpy', start_ns, end_ns
-    FROM memcpy WHERE end_ns > start_ns
+    FROM memcpy WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
 ),
 groups AS (
     -- Integer ids for the groups: the sorts below then compare numbers, not layer names.
@@ -91,51 +100,57 @@ pieces AS (
     )
     WHERE reach IS NULL OR end_ns > reach
 ),
-covered_until AS (
-    -- from the GPU's first segment to the end of each segment: compute time (what hides
-    -- comm), and compute or comm time (what hides a copy)
-    SELECT pid, device_id, start_ns, end_ns, duration_ns, n_compute > 0 AS computing,
-        n_compute > 0 OR n_comm > 0 AS kernel_running,
-        sum(CASE WHEN n_compute > 0 THEN duration_ns ELSE 0 END) OVER w AS compute_until_ns,
-        sum(CASE WHEN n_compute > 0 OR n_comm > 0 THEN duration_ns ELSE 0 END) OVER w
-            AS kernel_until_ns
-    FROM gpu_segment
-    WINDOW w AS (PARTITION BY pid, device_id ORDER BY seq ROWS UNBOUNDED PRECEDING)
+probe AS (
+    -- Each distinct comm or copy piece once (a comm kernel is a piece of its layer, its op
+    -- and its communicator). `by_compute`: comm, hidden by compute; else a copy, hidden by
+    -- compute or comm.
+    SELECT DISTINCT pid, device_id, part_id = 2 AS by_compute, start_ns, end_ns
+    FROM pieces
+    WHERE part_id >= 2
 ),
-point AS (
-    -- Every instant where a piece starts or ends, once (a comm kernel is a piece of its layer,
-    -- its op and its communicator): one lookup of covered time each.
-    SELECT DISTINCT pid, device_id, part_id = 2 AS by_compute, start_ns AS t
-    FROM pieces WHERE part_id >= 2
-    UNION
-    SELECT pid, device_id, part_id = 2, end_ns FROM pieces WHERE part_id >= 2
+bin AS (
+    -- A time bin about as long as the gap between pieces. Pieces and the segments that could
+    -- expose them are each listed in the bins they span and meet in a shared bin: a hash
+    -- join, no sort. The span is taken as HUGEINT: extreme times overflow BIGINT.
+    SELECT pid, device_id,
+        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
+            9223372036854775807)::BIGINT AS width
+    FROM probe
+    GROUP BY pid, device_id
 ),
-covered_before AS (
-    -- covered time before instant t: the running total at the end of the segment that starts
-    -- at or before t, less the part of that segment after t when it is covered. (Sort-based
-    -- ASOF lookups: at 5M kernels, equality joins of the pieces with every segment ran out of
-    -- DuckDB's memory limit, where sorts spill to disk.)
-    SELECT p.pid, p.device_id, p.by_compute, p.t,
-        coalesce(CASE WHEN p.by_compute
-            THEN c.compute_until_ns - CASE WHEN c.computing
-                THEN greatest(c.end_ns - p.t, 0) ELSE 0 END
-            ELSE c.kernel_until_ns - CASE WHEN c.kernel_running
-                THEN greatest(c.end_ns - p.t, 0) ELSE 0 END
-        END, 0) AS covered_ns
-    FROM point AS p
-    ASOF LEFT JOIN covered_until AS c
-        ON c.pid = p.pid AND c.device_id = p.device_id AND c.start_ns <= p.t
+probe_bin AS (
+    SELECT p.*, unnest(range(p.start_ns // b.width, (p.end_ns - 1) // b.width + 1)) AS bin
+    FROM probe AS p
+    JOIN bin AS b ON b.pid = p.pid AND b.device_id = p.device_id
+),
+uncovered AS (
+    -- The segments where no compute kernel runs (with one, comm and copies are hidden), busy
+    -- (a piece is inside its own activity, so it never meets an idle segment).
+    SELECT s.pid, s.device_id, s.start_ns, s.end_ns, s.n_comm, b.width,
+        unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
+    FROM gpu_segment AS s
+    JOIN bin AS b ON b.pid = s.pid AND b.device_id = s.device_id
+    WHERE s.pid = $pid AND s.device_id = $device_id AND s.n_compute = 0 AND s.n_all > 0
+),
+probe_exposed AS (
+    -- A piece's exposed time: its overlap with the segments that do not hide it, each pair
+    -- once, in the bin where their overlap starts (floor division is monotonic, so both are
+    -- listed there).
+    SELECT p.pid, p.device_id, p.by_compute, p.start_ns, p.end_ns,
+        sum(least(p.end_ns, u.end_ns) - greatest(p.start_ns, u.start_ns)) AS exposed_ns
+    FROM probe_bin AS p
+    JOIN uncovered AS u ON u.pid = p.pid AND u.device_id = p.device_id AND u.bin = p.bin
+    WHERE u.start_ns < p.end_ns AND u.end_ns > p.start_ns AND (p.by_compute OR u.n_comm = 0)
+        AND u.bin = greatest(p.start_ns, u.start_ns) // u.width
+    GROUP BY ALL
 ),
 exposed AS (
     SELECT p.pid, p.device_id, p.group_id, p.part_id, p.start_ns, p.end_ns,
-        p.end_ns - p.start_ns - (hi.covered_ns - lo.covered_ns) AS exposed_ns
+        coalesce(x.exposed_ns, 0) AS exposed_ns
     FROM pieces AS p
-    JOIN covered_before AS lo
-        ON lo.pid = p.pid AND lo.device_id = p.device_id AND lo.by_compute = (p.part_id = 2)
-        AND lo.t = p.start_ns
-    JOIN covered_before AS hi
-        ON hi.pid = p.pid AND hi.device_id = p.device_id AND hi.by_compute = (p.part_id = 2)
-        AND hi.t = p.end_ns
+    LEFT JOIN probe_exposed AS x
+        ON x.pid = p.pid AND x.device_id = p.device_id AND x.by_compute = (p.part_id = 2)
+        AND x.start_ns = p.start_ns AND x.end_ns = p.end_ns
     WHERE p.part_id >= 2
 )
 SELECT e.pid, e.device_id, g.grouping, g.group_key, ['comm', 'memcpy'][e.part_id - 1] AS part,

@@ -4,10 +4,9 @@
 -- contains (step_window; activity_step: launched during the step by any thread of its
 -- process). Every metric is docs/metrics.md's, over all of the GPU's activity clipped to that
 -- window (work launched earlier that runs into the step counts too): the gpu_segment rows
--- between the window's two ends, the two end segments clipped. Counts are of the activities
--- the step contains. compute + exposed comm + exposed memcpy + graph opaque + idle =
--- step_time_ns (graph opaque: CUDA graph launches traced as a whole, where no kernel or copy
--- is known).
+-- overlapping the window, clipped to it. Counts are of the activities the step contains.
+-- compute + exposed comm + exposed memcpy + graph opaque + idle = step_time_ns (graph
+-- opaque: CUDA graph launches traced as a whole, where no kernel or copy is known).
 --
 -- Reads: activity_step, gpu_segment, step_window
 --
@@ -36,40 +35,39 @@
 --   graph_opaque_ns      BIGINT    graph union minus (compute + comm + memcpy unions)
 --   kernel_count         BIGINT    kernels the step contains on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
-WITH instant AS (
-    -- Each window's two ends, as instants t where the segment starting at or before t is
-    -- wanted: the start, and the last nanosecond before the end.
-    SELECT pid, device_id, start_ns AS t FROM step_window
-    UNION
-    SELECT pid, device_id, end_ns - 1 FROM step_window
+WITH bin AS (
+    -- Per GPU, a time bin about as long as a step. Segments and windows are each listed in
+    -- the bins they span and meet in a shared bin: a hash join on the few windows, no sort of
+    -- the segments. The span is taken as HUGEINT: extreme times overflow BIGINT.
+    SELECT pid, device_id,
+        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
+            9223372036854775807)::BIGINT AS width
+    FROM step_window
+    GROUP BY pid, device_id
 ),
-segment_at AS (
-    -- The segment containing each instant: one ASOF lookup (one sort of the segments) for
-    -- both ends.
-    SELECT i.pid, i.device_id, i.t, s.seq
-    FROM instant AS i
-    ASOF LEFT JOIN gpu_segment AS s
-        ON s.pid = i.pid AND s.device_id = i.device_id AND s.start_ns <= i.t
-),
-bounds AS (
-    -- The first and last segment of each window.
+window_bin AS (
     SELECT w.pid, w.device_id, w.range_id, w.start_ns, w.end_ns,
-        coalesce(lo.seq, 0) AS lo_seq, coalesce(hi.seq, -1) AS hi_seq
+        unnest(range(w.start_ns // b.width, (w.end_ns - 1) // b.width + 1)) AS bin
     FROM step_window AS w
-    JOIN segment_at AS lo
-        ON lo.pid = w.pid AND lo.device_id = w.device_id AND lo.t = w.start_ns
-    JOIN segment_at AS hi
-        ON hi.pid = w.pid AND hi.device_id = w.device_id AND hi.t = w.end_ns - 1
+    JOIN bin AS b ON b.pid = w.pid AND b.device_id = w.device_id
+    WHERE w.end_ns > w.start_ns
 ),
-inside AS (
-    SELECT b.*, unnest(range(b.lo_seq, b.hi_seq + 1)) AS seq FROM bounds AS b
+segment_bin AS (
+    SELECT s.*, b.width,
+        unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
+    FROM gpu_segment AS s
+    JOIN bin AS b ON b.pid = s.pid AND b.device_id = s.device_id
 ),
 clipped AS (
-    SELECT i.pid, i.device_id, i.range_id, s.n_all, s.n_compute, s.n_gemm, s.n_attention,
+    -- Each overlapping segment and window once: in the bin where their overlap starts (floor
+    -- division is monotonic, so both are listed there).
+    SELECT w.pid, w.device_id, w.range_id, s.n_all, s.n_compute, s.n_gemm, s.n_attention,
         s.n_comm, s.n_memcpy, s.n_graph,
-        least(s.end_ns, i.end_ns) - greatest(s.start_ns, i.start_ns) AS part_ns
-    FROM inside AS i
-    JOIN gpu_segment AS s ON s.pid = i.pid AND s.device_id = i.device_id AND s.seq = i.seq
+        least(s.end_ns, w.end_ns) - greatest(s.start_ns, w.start_ns) AS part_ns
+    FROM segment_bin AS s
+    JOIN window_bin AS w ON w.pid = s.pid AND w.device_id = s.device_id AND w.bin = s.bin
+    WHERE s.start_ns < w.end_ns AND s.end_ns > w.start_ns
+        AND s.bin = greatest(s.start_ns, w.start_ns) // s.width
 ),
 totals AS (
     SELECT pid, device_id, range_id,
