@@ -8,7 +8,7 @@
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
 -- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
 --
--- Reads: activity, gpu_segment, graph_launch, kernel, launch, memcpy, sync_call
+-- Reads: activity, activity_name, gpu_segment, launch, sync_call
 --
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
@@ -24,17 +24,7 @@
 --   after_name     VARCHAR   activity that started at the gap end
 --   after_class    VARCHAR   its class
 --   sync_call      VARCHAR   synchronising API call covering the gap, or NULL
-WITH activity_name AS (
-    -- Names by (source, activity_id): one equality join. (Three left joins, each with a
-    -- constant on the activity's side, were planned as nested loops when few rows were
-    -- expected: 9 s for a 10 ms window at 1M kernels.)
-    SELECT 'kernel' AS source, kernel_id AS activity_id, name FROM kernel
-    UNION ALL
-    SELECT source, memcpy_id, name FROM memcpy
-    UNION ALL
-    SELECT 'graph', graph_launch_id, name FROM graph_launch
-),
-longest AS (
+WITH longest AS (
     -- The $top longest gaps per GPU (ties: the earlier), by a bounded aggregate: sorting every
     -- gap of the GPU to rank them cost 4x as long at 1M kernels.
     SELECT pid, device_id, unnest(min_by(seq, (-duration_ns, start_ns), $top)) AS seq

@@ -5,7 +5,7 @@
 -- (nsysreport.perfetto). Activities with end <= start carry no time and are left out, as in
 -- timeline_window.
 --
--- Reads: activity, graph_launch, kernel, memcpy
+-- Reads: activity, activity_name
 --
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
@@ -21,16 +21,6 @@
 --   name          VARCHAR   kernel name, [CUDA memcpy <kind>], [CUDA memset] or [CUDA graph <id>]
 --   start_ns      BIGINT    start, clipped to the window
 --   end_ns        BIGINT    end, clipped to the window
-WITH activity_name AS (
-    -- Names by (source, activity_id): one equality join. (Three left joins, each with a
-    -- constant on the activity's side, were planned as nested loops when few rows were
-    -- expected: 9 s for a 10 ms window at 1M kernels.)
-    SELECT 'kernel' AS source, kernel_id AS activity_id, name FROM kernel
-    UNION ALL
-    SELECT source, memcpy_id, name FROM memcpy
-    UNION ALL
-    SELECT 'graph', graph_launch_id, name FROM graph_launch
-)
 SELECT a.pid, a.device_id, a.stream_id, a.source, a.activity_id, a.class,
     n.name,
     greatest(a.start_ns, $start_ns)::BIGINT AS start_ns,

@@ -17,8 +17,8 @@
 --   layer             a layer range's window on this GPU: first start to last end of the
 --                     activities launched in that NVTX range (activity_range)
 --
--- Reads: activity, activity_range, collective, gpu_segment, graph_launch, kernel, launch,
---   memcpy, step_window, sync_call
+-- Reads: activity, activity_name, activity_range, collective, gpu_segment, launch,
+--   step_window, sync_call
 --
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
@@ -32,17 +32,7 @@
 --   detail       VARCHAR   more about it (NULL: nothing more)
 --   start_ns     BIGINT    span start, clipped to the window
 --   end_ns       BIGINT    span end, clipped to the window
-WITH activity_name AS (
-    -- Names by (source, activity_id): one equality join. (Three left joins, each with a
-    -- constant on the activity's side, were planned as nested loops when few rows were
-    -- expected: 9 s for a 10 ms window at 1M kernels.)
-    SELECT 'kernel' AS source, kernel_id AS activity_id, name FROM kernel
-    UNION ALL
-    SELECT source, memcpy_id, name FROM memcpy
-    UNION ALL
-    SELECT 'graph', graph_launch_id, name FROM graph_launch
-),
-exposed AS (
+WITH exposed AS (
     SELECT pid, device_id, start_ns, end_ns,
         CASE WHEN start_ns = lag(end_ns) OVER (PARTITION BY pid, device_id ORDER BY seq)
             THEN 0 ELSE 1 END AS opens

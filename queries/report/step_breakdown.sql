@@ -8,7 +8,7 @@
 -- compute + exposed comm + exposed memcpy + graph opaque + idle = step_time_ns (graph
 -- opaque: CUDA graph launches traced as a whole, where no kernel or copy is known).
 --
--- Reads: activity_step, gpu_segment, step_window
+-- Reads: activity_step, gpu_segment, step_window, step_window_bin
 --
 -- Columns:
 --   pid                  BIGINT    process id
@@ -35,28 +35,14 @@
 --   graph_opaque_ns      BIGINT    graph union minus (compute + comm + memcpy unions)
 --   kernel_count         BIGINT    kernels the step contains on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
-WITH bin AS (
-    -- Per GPU, a time bin about as long as a step. Segments and windows are each listed in
-    -- the bins they span and meet in a shared bin: a hash join on the few windows, no sort of
-    -- the segments. The span is taken as HUGEINT: extreme times overflow BIGINT.
-    SELECT pid, device_id,
-        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
-            9223372036854775807)::BIGINT AS width
-    FROM step_window
-    GROUP BY pid, device_id
-),
-window_bin AS (
-    SELECT w.pid, w.device_id, w.range_id, w.start_ns, w.end_ns,
-        unnest(range(w.start_ns // b.width, (w.end_ns - 1) // b.width + 1)) AS bin
-    FROM step_window AS w
-    JOIN bin AS b ON b.pid = w.pid AND b.device_id = w.device_id
-    WHERE w.end_ns > w.start_ns
-),
+WITH width AS (SELECT DISTINCT pid, device_id, width FROM step_window_bin),
 segment_bin AS (
+    -- Each segment in the bins it spans: segments and windows (step_window_bin) meet in a
+    -- shared bin, a hash join on the few windows, no sort of the segments.
     SELECT s.*, b.width,
         unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
     FROM gpu_segment AS s
-    JOIN bin AS b ON b.pid = s.pid AND b.device_id = s.device_id
+    JOIN width AS b ON b.pid = s.pid AND b.device_id = s.device_id
 ),
 clipped AS (
     -- Each overlapping segment and window once: in the bin where their overlap starts (floor
@@ -65,7 +51,7 @@ clipped AS (
         s.n_comm, s.n_memcpy, s.n_graph,
         least(s.end_ns, w.end_ns) - greatest(s.start_ns, w.start_ns) AS part_ns
     FROM segment_bin AS s
-    JOIN window_bin AS w ON w.pid = s.pid AND w.device_id = s.device_id AND w.bin = s.bin
+    JOIN step_window_bin AS w ON w.pid = s.pid AND w.device_id = s.device_id AND w.bin = s.bin
     WHERE s.start_ns < w.end_ns AND s.end_ns > w.start_ns
         AND s.bin = greatest(s.start_ns, w.start_ns) // s.width
 ),
