@@ -85,8 +85,8 @@ class FilePart:
     ranks: FileRanks
     kineto: bool
     epoch_ns: int | None  # UTC of the file's time 0, from its session start
-    # op, ordinal, pid, device_id, start_ns, end_ns, kernel_id, channel, channel_source
-    instances: pl.DataFrame
+    instances: pl.DataFrame  # collective_instances: op, ordinal, pid, device_id, start_ns, end_ns
+    comm_first: pl.DataFrame  # each stream channel's first instances, for comm_match
     middle: dict[str, Any] | None  # activity_middle's row, in the file's clock
     kernel_totals: pl.DataFrame  # the kernel_gpu_total view: per GPU and kernel name
 
@@ -100,10 +100,6 @@ def analyse_file(job: FileJob) -> FilePart:
     ).fetchone()
     wanted = DEFAULT_ACTIVITIES if job.timeline_default and not report.steps else EVERY_ACTIVITY
     middle = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
-    instances = con.execute(
-        "SELECT op, ordinal, pid, device_id, start_ns, end_ns, kernel_id, channel, "
-        "channel_source FROM collective"
-    ).pl()
     product = report.traces[0].product or ""
     return FilePart(
         name=job.name,
@@ -111,7 +107,8 @@ def analyse_file(job: FileJob) -> FilePart:
         ranks=read_file_ranks(con),
         kineto="kineto" in product.lower(),
         epoch_ns=session_epoch(*session) if session else None,
-        instances=instances,
+        instances=run_query(con, "collective_instances"),
+        comm_first=con.table("comm_first").pl(),
         middle=middle[0] if middle else None,
         kernel_totals=con.table("kernel_gpu_total").pl(),
     )
@@ -361,12 +358,11 @@ def _stragglers(
     keys = list(stand_in)  # a stand-in id back to its GPU
     collective = _aligned_instances(parts, clocks, stand_in)
     with _reading(collective=collective) as con:
-        found = run_query(con, "straggler_gpu").to_dicts()
         unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
+    found = _sliced_straggler_rows(collective, {row["op"] for row in unmatched_rows})
     gpus = []
-    for row in found:
-        file, pid, dev = keys[row.pop("pid")]
-        row.pop("device_id")
+    for pid_, row in sorted(found.items()):
+        file, pid, dev = keys[pid_]
         gpus.append(
             StragglerGpu(file=file, pid=pid, device_id=dev, rank=ranks[(file, pid, dev)][0], **row)
         )
@@ -380,16 +376,68 @@ def _stragglers(
     return stragglers_of(tuple(gpus), tuple(unmatched))
 
 
+# straggler_gpu's windows hold every instance they read; run over this many instances at a
+# time, the merging process's memory stays that of one slice (64 files of 20,000 collectives:
+# 1.28M instances, +390 MB at once, bench_ranks.py).
+SLICE_INSTANCES = 100_000
+
+
+def _sliced_straggler_rows(
+    collective: pl.DataFrame, unmatched_ops: set[str]
+) -> dict[int, dict[str, Any]]:
+    """straggler_gpu's rows per stand-in pid, the query run over slices of the instances.
+
+    Instances are matched by (op, ordinal) alone, so those of disjoint sets of ordinals are
+    independent: each slice holds the ordinals k with k % slices = i, of every op but those
+    straggler_unmatched found (over all instances: counts that differ between GPUs). Within a
+    slice every GPU of a matched op then holds the same ordinals, so straggler_gpu matches the
+    same ops in it as over all instances, and per GPU the slices' counts and waits add up and
+    the largest skew is the largest of theirs.
+    """
+    import polars as pl
+
+    slices = max(1, -(-collective.height // SLICE_INSTANCES))
+    matchable = ~pl.col("op").is_in(sorted(unmatched_ops))
+    out: dict[int, dict[str, Any]] = {}
+    for i in range(slices):
+        piece = collective.filter(matchable & (pl.col("ordinal") % slices == i))
+        with _reading(collective=piece) as con:
+            rows = run_query(con, "straggler_gpu").to_dicts()
+        del piece
+        for row in rows:
+            row.pop("device_id")
+            pid = row.pop("pid")
+            seen = out.get(pid)
+            if seen is None:
+                out[pid] = row
+                continue
+            for name in ("matched_instances", "last_arrivals", "wait_ns", "caused_wait_ns"):
+                seen[name] += row[name]
+            skews = [x for x in (seen["max_skew_ns"], row["max_skew_ns"]) if x is not None]
+            seen["max_skew_ns"] = max(skews, default=None)
+    return out
+
+
 def _stream_matches(
     parts: Sequence[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
 ) -> dict[tuple[str, int, int, str], tuple[GpuKey, ...]]:
     """For each GPU's stream channel, the GPUs of every file whose channels end its collectives
-    with it (queries/derived/comm_match.sql over all files' instances on the aligned clock)."""
+    with it (queries/derived/comm_match.sql over all files' comm_first rows on the aligned
+    clock: a channel's first instances, a few per GPU)."""
+    import polars as pl
+
     stand_in = _stand_ins(ranks)
     keys = list(stand_in)
-    collective = _aligned_instances(parts, clocks, stand_in)
+    firsts = pl.concat(
+        [
+            _on_stand_ins(
+                part.comm_first, part.name, stand_in, end_ns=pl.col("end_ns") + clock.offset_ns
+            )
+            for part, clock in zip(parts, clocks, strict=True)
+        ]
+    )
     sql = next(v.sql for v in view_files() if v.name == "comm_match")
-    with _reading(collective=collective) as con:
+    with _reading(comm_first=firsts) as con:
         con.execute(sql)
         rows = con.execute("SELECT pid, channel, members FROM comm_match").fetchall()
     out = {}
