@@ -450,17 +450,17 @@ def _stream_matches(
 def _aligned_instances(
     parts: Sequence[FilePart], clocks: Sequence[FileClock], stand_in: dict[GpuKey, int]
 ) -> pl.DataFrame:
-    """Every file's collective instances on the reference clock, each GPU on its stand-in id."""
+    """Every file's collective instances as straggler_*.sql read them (op, ordinal, pid,
+    device_id, start_ns), starts on the reference clock, each GPU on its stand-in id."""
     import polars as pl
 
     return pl.concat(
         [
             _on_stand_ins(
-                part.instances,
+                part.instances.select("op", "ordinal", "pid", "device_id", "start_ns"),
                 part.name,
                 stand_in,
                 start_ns=pl.col("start_ns") + clock.offset_ns,
-                end_ns=pl.col("end_ns") + clock.offset_ns,
             )
             for part, clock in zip(parts, clocks, strict=True)
         ]
@@ -498,10 +498,12 @@ def _on_stand_ins(
         schema={"pid": pl.Int64, "device_id": pl.Int64, "gpu": pl.Int64},
         orient="row",
     )
-    keyed = frame.join(mapping, on=("pid", "device_id"))
-    return keyed.with_columns(pid=pl.col("gpu"), device_id=pl.lit(0, pl.Int64), **shifted).drop(
-        "gpu"
-    )
+    # The ids alone are joined: a join would copy every column, with_columns shares the others.
+    gpu = frame.select("pid", "device_id").join(
+        mapping, on=("pid", "device_id"), how="left", maintain_order="left"
+    )["gpu"]
+    moved = frame.with_columns(pid=gpu, device_id=pl.lit(0, pl.Int64), **shifted)
+    return moved.drop_nulls("pid") if gpu.null_count() else moved  # a GPU no file ranked
 
 
 def _top_kernels(
