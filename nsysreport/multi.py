@@ -461,6 +461,8 @@ def _aligned_instances(
                 part.name,
                 stand_in,
                 start_ns=pl.col("start_ns") + clock.offset_ns,
+                # DuckDB reads a categorical in place; a string column it copies.
+                op=pl.col("op").cast(pl.Categorical),
             )
             for part, clock in zip(parts, clocks, strict=True)
         ]
