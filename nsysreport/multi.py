@@ -169,12 +169,13 @@ def build_multi_report(
         with Workers(jobs, scheduler, len(jobs_)) as workers:
             if progress:
                 progress(f"analysing {len(paths)} files")
-            parts = workers.map(analyse_file, jobs_)
-            ranks = assign_ranks([(p.name, p.ranks) for p in parts], [p.kineto for p in parts])
+            found = workers.map(analyse_file, jobs_)
+            ranks = assign_ranks([(p.name, p.ranks) for p in found], [p.kineto for p in found])
             # The file holding rank 0 comes first and is the reference clock.
-            order = sorted(range(len(parts)), key=lambda i: _first_rank(parts[i], ranks))
-            parts = [parts[i] for i in order]
-            jobs_ = [jobs_[i] for i in order]
+            ordered = sorted(zip(found, jobs_, strict=True), key=lambda x: _first_rank(x[0], ranks))
+            parts = [part for part, _ in ordered]
+            jobs_ = [job for _, job in ordered]
+            del found, ordered  # `parts` alone holds the files' parts, let go as they are merged
             if progress:
                 progress("aligning clocks")
             clocks = align_files(
@@ -183,13 +184,18 @@ def build_multi_report(
                 [p.instances for p in parts],
                 refine=align,
             )
-            merged = merge(parts, clocks, ranks, top, facts)
+            collective = _take_aligned_instances(parts, clocks, ranks)
+            merged = merge(parts, clocks, ranks, collective, top, facts)
+            del collective
+            # The files' own reports are merged: let them go before the outputs are made.
+            middles = [(p.name, p.middle) for p in parts]
+            del parts
 
             def fetch(tasks: list[tuple[FileJob, int, int, int]]) -> list[list[dict[str, Any]]]:
                 return workers.map(timeline_rows, tasks)
 
             timeline = _timeline(
-                parts, jobs_, clocks, ranks, merged, fetch, timeline_step, timeline_range
+                middles, jobs_, clocks, ranks, merged, fetch, timeline_step, timeline_range
             )
     return replace(merged, timeline=timeline)
 
@@ -208,11 +214,13 @@ def merge(
     parts: Sequence[FilePart],
     clocks: Sequence[FileClock],
     ranks: dict[GpuKey, tuple[int, str]],
+    collective: pl.DataFrame,
     top: int,
     facts: Facts | None = None,
 ) -> Report:
     """The files' reports as one: GPUs renumbered, times on the reference clock, and every
-    cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh."""
+    cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh.
+    `collective`: every file's collective instances, aligned (_take_aligned_instances)."""
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
     paths, tps = [], []
     gpu_metrics: list[GpuMetric] = []
@@ -289,7 +297,7 @@ def merge(
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
-    stragglers = _stragglers(parts, clocks, ranks)
+    stragglers = _stragglers(collective, ranks)
     comms, comm_steps, comm_layers = matched_across(
         comms, comm_steps, comm_layers, _stream_matches(parts, clocks, ranks), ranks, len(gpus)
     )
@@ -346,17 +354,10 @@ def _hosts_per_op(gpus: Sequence[GpuReport], collectives: Sequence[Any]) -> dict
     return {op: len(hosts) for op, hosts in seen.items()}
 
 
-def _stragglers(
-    parts: Sequence[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
-) -> Stragglers:
-    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once.
-
-    The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
-    gets a stand-in pid, its position in rank order, and device_id 0.
-    """
-    stand_in = _stand_ins(ranks)
-    keys = list(stand_in)  # a stand-in id back to its GPU
-    collective = _aligned_instances(parts, clocks, stand_in)
+def _stragglers(collective: pl.DataFrame, ranks: dict[GpuKey, tuple[int, str]]) -> Stragglers:
+    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once
+    (`collective`: on the reference clock, each GPU on its stand-in id)."""
+    keys = list(_stand_ins(ranks))  # a stand-in id back to its GPU
     with _reading(collective=collective) as con:
         unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
     found = _sliced_straggler_rows(collective, {row["op"] for row in unmatched_rows})
@@ -447,15 +448,23 @@ def _stream_matches(
     return out
 
 
-def _aligned_instances(
-    parts: Sequence[FilePart], clocks: Sequence[FileClock], stand_in: dict[GpuKey, int]
+def _take_aligned_instances(
+    parts: list[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
 ) -> pl.DataFrame:
     """Every file's collective instances as straggler_*.sql read them (op, ordinal, pid,
-    device_id, start_ns), starts on the reference clock, each GPU on its stand-in id."""
+    device_id, start_ns), starts on the reference clock, each GPU on its stand-in id.
+
+    The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
+    gets a stand-in pid, its position in rank order, and device_id 0. Each part in `parts` is
+    replaced by one without its instances as they are taken: they are the largest thing the
+    merging process holds (GPUs x collectives), and are never held twice.
+    """
     import polars as pl
 
-    return pl.concat(
-        [
+    stand_in = _stand_ins(ranks)
+    frames = []
+    for i, (part, clock) in enumerate(zip(parts, clocks, strict=True)):
+        frames.append(
             _on_stand_ins(
                 part.instances.select("op", "ordinal", "pid", "device_id", "start_ns"),
                 part.name,
@@ -464,9 +473,9 @@ def _aligned_instances(
                 # DuckDB reads a categorical in place; a string column it copies.
                 op=pl.col("op").cast(pl.Categorical),
             )
-            for part, clock in zip(parts, clocks, strict=True)
-        ]
-    )
+        )
+        parts[i] = replace(part, instances=part.instances.clear())
+    return pl.concat(frames)
 
 
 def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> dict[GpuKey, int]:
@@ -521,7 +530,7 @@ def _top_kernels(
 
 
 def _timeline(
-    parts: Sequence[FilePart],
+    files: Sequence[tuple[str, dict[str, Any] | None]],
     jobs: Sequence[FileJob],
     clocks: Sequence[FileClock],
     ranks: dict[GpuKey, tuple[int, str]],
@@ -530,10 +539,9 @@ def _timeline(
     step: str | None,
     timeline_range: tuple[int | None, int | None],
 ) -> Timeline | None:
-    """The timeline's window chosen over all files (aligned), its rows fetched from each."""
-    middles = [
-        (p.middle, c.offset_ns) for p, c in zip(parts, clocks, strict=True) if p.middle is not None
-    ]
+    """The timeline's window chosen over all files (aligned), its rows fetched from each;
+    `files`: each file's name and activity_middle row."""
+    middles = [(m, c.offset_ns) for (_, m), c in zip(files, clocks, strict=True) if m is not None]
     if not middles:
         return None
     ref, ref_off = middles[0]
@@ -545,16 +553,16 @@ def _timeline(
     }
     spans = _step_spans(merged)
     basis, name, lo, hi = choose_window(spans, middle, step, *timeline_range)
-    share = max(200, MAX_ROWS // len(parts))
+    share = max(200, MAX_ROWS // len(files))
     results = fetch(
         [(j, lo - c.offset_ns, hi - c.offset_ns, share) for j, c in zip(jobs, clocks, strict=True)]
     )
     rows: list[dict[str, Any]] = []
     window_rows, cut = 0, None
-    for part, clock, found in zip(parts, clocks, results, strict=True):
+    for (name, _), clock, found in zip(files, clocks, results, strict=True):
         off = clock.offset_ns
         mine = [
-            {**r, "file": part.name, "start_ns": r["start_ns"] + off, "end_ns": r["end_ns"] + off}
+            {**r, "file": name, "start_ns": r["start_ns"] + off, "end_ns": r["end_ns"] + off}
             for r in found
         ]
         held = found[0]["window_rows"] if found else 0

@@ -38,22 +38,25 @@ class Outputs:
 
 
 # The indented JSON is joined from blocks of this many of the encoder's pieces (a key, a
-# value, a line's indent).
+# value, a line's indent); a text is written this many characters at a time.
 JSON_BLOCK_PIECES = 8192
+WRITE_CHARS = 1 << 20
 
 
 def json_text(report: Report) -> str:
     """The report's JSON, as json.dumps(indent=2) writes it. json.dumps joins all the encoder's
     pieces at once: with an indent they are millions of small strings (64 rank files: +270 MB
-    for 38 MB of text, bench_ranks.py); joined a block at a time, about twice the text."""
-    blocks, pieces = [], []
-    for piece in json.JSONEncoder(indent=2).iterencode(model.as_json(report)):
-        pieces.append(piece)
-        if len(pieces) == JSON_BLOCK_PIECES:
-            blocks.append("".join(pieces))
-            pieces.clear()
-    blocks.append("".join(pieces))
-    blocks.append("\n")
+    for 38 MB of text, bench_ranks.py); joined a block at a time, and the document let go
+    before the blocks are joined, the peak is twice the text."""
+    pieces = json.JSONEncoder(indent=2).iterencode(model.as_json(report))
+    blocks, block = [], []
+    for piece in pieces:
+        block.append(piece)
+        if len(block) == JSON_BLOCK_PIECES:
+            blocks.append("".join(block))
+            block.clear()
+    del pieces  # the encoder held the document
+    blocks += ["".join(block), "\n"]
     return "".join(blocks)
 
 
@@ -207,7 +210,15 @@ def writer(
 
 
 def text_writer(text: str) -> Writer:
-    return lambda tmp: tmp.write_text(text, encoding="utf-8")
+    """Writes `text` as Path.write_text does, a slice at a time: encoded at once, a large text
+    (the JSON of many rank files) would be held twice."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as f:
+            for start in range(0, len(text), WRITE_CHARS):
+                f.write(text[start : start + WRITE_CHARS])
+
+    return write
 
 
 def relative_href(target: Path, page: Path) -> str:
