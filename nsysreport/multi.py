@@ -360,7 +360,7 @@ def _stragglers(collective: pl.DataFrame, ranks: dict[GpuKey, tuple[int, str]]) 
     keys = list(_stand_ins(ranks))  # a stand-in id back to its GPU
     with _reading(collective=collective) as con:
         unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
-    found = _sliced_straggler_rows(collective, {row["op"] for row in unmatched_rows})
+        found = _sliced_straggler_rows(con, collective, {row["op"] for row in unmatched_rows})
     gpus = []
     for pid_, row in sorted(found.items()):
         file, pid, dev = keys[pid_]
@@ -384,9 +384,10 @@ SLICE_INSTANCES = 100_000
 
 
 def _sliced_straggler_rows(
-    collective: pl.DataFrame, unmatched_ops: set[str]
+    con: duckdb.DuckDBPyConnection, collective: pl.DataFrame, unmatched_ops: set[str]
 ) -> dict[int, dict[str, Any]]:
-    """straggler_gpu's rows per stand-in pid, the query run over slices of the instances.
+    """straggler_gpu's rows per stand-in pid, the query run in `con` over slices of the
+    instances, each registered in turn as the table `collective`.
 
     Instances are matched by (op, ordinal) alone, so those of disjoint sets of ordinals are
     independent: each slice holds the ordinals k with k % slices = i, of every op but those
@@ -401,10 +402,9 @@ def _sliced_straggler_rows(
     matchable = ~pl.col("op").is_in(sorted(unmatched_ops))
     out: dict[int, dict[str, Any]] = {}
     for i in range(slices):
-        piece = collective.filter(matchable & (pl.col("ordinal") % slices == i))
-        with _reading(collective=piece) as con:
-            rows = run_query(con, "straggler_gpu").to_dicts()
-        del piece
+        con.unregister("collective")
+        con.register("collective", collective.filter(matchable & (pl.col("ordinal") % slices == i)))
+        rows = run_query(con, "straggler_gpu").to_dicts()
         for row in rows:
             row.pop("device_id")
             pid = row.pop("pid")
