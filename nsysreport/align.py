@@ -66,14 +66,18 @@ def align_files(
     clocks = [
         FileClock(files[0], 0, 0 if ref_epoch is not None else None, "reference", 0, None, None)
     ]
-    ends = _instance_ends(instances) if refine else None
+    matched = _matched_ops(instances) if refine else None
+    # One file's instance ends at a time: every file's at once would hold all of them.
+    ref_ends = _file_ends(instances[0], matched) if matched is not None else None
     for i in range(1, len(files)):
         epoch = epochs[i]
         coarse = None if ref_epoch is None or epoch is None else epoch - ref_epoch
         if not refine:
             clocks.append(FileClock(files[i], 0, coarse, "raw clock (--no-align)", 0, None, None))
             continue
-        diffs = _end_differences(ends, i) if ends is not None else None
+        diffs = None
+        if matched is not None and ref_ends is not None:
+            diffs = _end_differences(ref_ends, _file_ends(instances[i], matched))
         if diffs is not None:
             offset = round(float(diffs.median()))  # type: ignore[arg-type]
             p50, worst = _residual(diffs, offset)
@@ -91,44 +95,41 @@ def align_files(
     return tuple(clocks)
 
 
-def _instance_ends(instances: Sequence[pl.DataFrame]) -> pl.DataFrame:
-    """file, op, ordinal, end_ns (median over the file's GPUs) of the instances that match
-    across every GPU of every file: ops that all GPUs running them ran equally often."""
+def _matched_ops(instances: Sequence[pl.DataFrame]) -> pl.DataFrame | None:
+    """The ops that match across every GPU of every file: ops that all GPUs running them ran
+    equally often (a frame of one column, op); None when no file has an instance."""
     import polars as pl
 
-    # File by file, then concatenated: one group-by over every file's instances at once holds
-    # them all in its hash tables (+200 MB at 64 files of 20,000 instances, bench_ranks.py).
     if not instances or all(df.is_empty() for df in instances):
-        return pl.DataFrame()
+        return None
     counts = pl.concat([df.group_by("pid", "device_id", "op").agg(n=pl.len()) for df in instances])
-    matched = (
+    return (
         counts.group_by("op")
         .agg(gpus=pl.len(), lo=pl.col("n").min(), hi=pl.col("n").max())
         .filter((pl.col("gpus") > 1) & (pl.col("lo") == pl.col("hi")))
         .select("op")
     )
-    return pl.concat(
-        [
-            df.join(matched, on="op")
-            .group_by("op", "ordinal")
-            .agg(end_ns=pl.col("end_ns").median())
-            .select(pl.lit(i).alias("file"), "op", "ordinal", "end_ns")
-            for i, df in enumerate(instances)
-        ]
+
+
+def _file_ends(instances: pl.DataFrame, matched: pl.DataFrame) -> pl.DataFrame:
+    """op, ordinal, end_ns (median over the file's GPUs) of one file's matched instances."""
+    import polars as pl
+
+    return (
+        instances.join(matched, on="op")
+        .group_by("op", "ordinal")
+        .agg(end_ns=pl.col("end_ns").median())
     )
 
 
-def _end_differences(ends: pl.DataFrame, file: int) -> pl.Series | None:
+def _end_differences(ref: pl.DataFrame, mine: pl.DataFrame) -> pl.Series | None:
     """Reference end minus this file's end, per instance both files ran; None when none."""
     import polars as pl
 
-    if ends.is_empty():
+    joined = mine.join(ref.select("op", "ordinal", ref_end=pl.col("end_ns")), on=("op", "ordinal"))
+    if joined.is_empty():
         return None
-    ref = ends.filter(pl.col("file") == 0).select("op", "ordinal", ref_end=pl.col("end_ns"))
-    mine = ends.filter(pl.col("file") == file).join(ref, on=("op", "ordinal"))
-    if mine.is_empty():
-        return None
-    return mine.select(d=pl.col("ref_end") - pl.col("end_ns"))["d"]
+    return joined.select(d=pl.col("ref_end") - pl.col("end_ns"))["d"]
 
 
 def _residual(diffs: pl.Series, offset: int) -> tuple[int, int]:

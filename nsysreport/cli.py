@@ -236,12 +236,11 @@ def report(
                 run,
                 href,
             )
-        text = made.json_text or ""
         write_all(
-            [(f, outputs.writer(f, made.html, text, paper, made.perfetto_text)) for f in files]
+            [(f, outputs.writer(f, made.html, made.json, paper, made.perfetto_text)) for f in files]
         )
         if str(json_path) == "-":
-            sys.stdout.write(text)
+            sys.stdout.writelines(made.json() if made.json is not None else ())
         elif not quiet:
             print_summary(made.model(), [f.path for f in files])
             if perfetto is not None:
@@ -447,7 +446,7 @@ def compare_command(
             comparison = compare(configs, baseline, tokens_per_step)
             html = render_compare_html(comparison, generated_now())
         text = json.dumps(as_json(comparison), indent=2) + "\n" if json_path is not None else ""
-        write_all([(f, outputs.writer(f, html, text)) for f in files])
+        write_all([(f, outputs.writer(f, html, lambda: (text,))) for f in files])
         if str(json_path) == "-":
             sys.stdout.write(text)
         elif not quiet:

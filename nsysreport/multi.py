@@ -85,8 +85,8 @@ class FilePart:
     ranks: FileRanks
     kineto: bool
     epoch_ns: int | None  # UTC of the file's time 0, from its session start
-    # op, ordinal, pid, device_id, start_ns, end_ns, kernel_id, channel, channel_source
-    instances: pl.DataFrame
+    instances: pl.DataFrame  # collective_instances: op, ordinal, pid, device_id, start_ns, end_ns
+    comm_first: pl.DataFrame  # each stream channel's first instances, for comm_match
     middle: dict[str, Any] | None  # activity_middle's row, in the file's clock
     kernel_totals: pl.DataFrame  # the kernel_gpu_total view: per GPU and kernel name
 
@@ -100,10 +100,6 @@ def analyse_file(job: FileJob) -> FilePart:
     ).fetchone()
     wanted = DEFAULT_ACTIVITIES if job.timeline_default and not report.steps else EVERY_ACTIVITY
     middle = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
-    instances = con.execute(
-        "SELECT op, ordinal, pid, device_id, start_ns, end_ns, kernel_id, channel, "
-        "channel_source FROM collective"
-    ).pl()
     product = report.traces[0].product or ""
     return FilePart(
         name=job.name,
@@ -111,7 +107,8 @@ def analyse_file(job: FileJob) -> FilePart:
         ranks=read_file_ranks(con),
         kineto="kineto" in product.lower(),
         epoch_ns=session_epoch(*session) if session else None,
-        instances=instances,
+        instances=run_query(con, "collective_instances"),
+        comm_first=con.table("comm_first").pl(),
         middle=middle[0] if middle else None,
         kernel_totals=con.table("kernel_gpu_total").pl(),
     )
@@ -172,12 +169,13 @@ def build_multi_report(
         with Workers(jobs, scheduler, len(jobs_)) as workers:
             if progress:
                 progress(f"analysing {len(paths)} files")
-            parts = workers.map(analyse_file, jobs_)
-            ranks = assign_ranks([(p.name, p.ranks) for p in parts], [p.kineto for p in parts])
+            found = workers.map(analyse_file, jobs_)
+            ranks = assign_ranks([(p.name, p.ranks) for p in found], [p.kineto for p in found])
             # The file holding rank 0 comes first and is the reference clock.
-            order = sorted(range(len(parts)), key=lambda i: _first_rank(parts[i], ranks))
-            parts = [parts[i] for i in order]
-            jobs_ = [jobs_[i] for i in order]
+            ordered = sorted(zip(found, jobs_, strict=True), key=lambda x: _first_rank(x[0], ranks))
+            parts = [part for part, _ in ordered]
+            jobs_ = [job for _, job in ordered]
+            del found, ordered  # `parts` alone holds the files' parts, let go as they are merged
             if progress:
                 progress("aligning clocks")
             clocks = align_files(
@@ -186,13 +184,18 @@ def build_multi_report(
                 [p.instances for p in parts],
                 refine=align,
             )
-            merged = merge(parts, clocks, ranks, top, facts)
+            collective = _take_aligned_instances(parts, clocks, ranks)
+            merged = merge(parts, clocks, ranks, collective, top, facts)
+            del collective
+            # The files' own reports are merged: let them go before the outputs are made.
+            middles = [(p.name, p.middle) for p in parts]
+            del parts
 
             def fetch(tasks: list[tuple[FileJob, int, int, int]]) -> list[list[dict[str, Any]]]:
                 return workers.map(timeline_rows, tasks)
 
             timeline = _timeline(
-                parts, jobs_, clocks, ranks, merged, fetch, timeline_step, timeline_range
+                middles, jobs_, clocks, ranks, merged, fetch, timeline_step, timeline_range
             )
     return replace(merged, timeline=timeline)
 
@@ -211,11 +214,13 @@ def merge(
     parts: Sequence[FilePart],
     clocks: Sequence[FileClock],
     ranks: dict[GpuKey, tuple[int, str]],
+    collective: pl.DataFrame,
     top: int,
     facts: Facts | None = None,
 ) -> Report:
     """The files' reports as one: GPUs renumbered, times on the reference clock, and every
-    cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh."""
+    cross-GPU figure (layers across GPUs, stragglers, top kernels, verdict) computed afresh.
+    `collective`: every file's collective instances, aligned (_take_aligned_instances)."""
     gpus, steps, stats, layers, collectives, infos = [], [], [], [], [], []
     paths, tps = [], []
     gpu_metrics: list[GpuMetric] = []
@@ -292,7 +297,7 @@ def merge(
     collectives.sort(key=lambda c: (*order(c), -c.total_ns, c.op))
     layers_t = tuple(layers) if any(x.layers for x in (p.report for p in parts)) else ()
     across = tuple(across_gpus(layers_t)) if layers_t else ()
-    stragglers = _stragglers(parts, clocks, ranks)
+    stragglers = _stragglers(collective, ranks)
     comms, comm_steps, comm_layers = matched_across(
         comms, comm_steps, comm_layers, _stream_matches(parts, clocks, ranks), ranks, len(gpus)
     )
@@ -349,24 +354,16 @@ def _hosts_per_op(gpus: Sequence[GpuReport], collectives: Sequence[Any]) -> dict
     return {op: len(hosts) for op, hosts in seen.items()}
 
 
-def _stragglers(
-    parts: Sequence[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
-) -> Stragglers:
-    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once.
-
-    The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
-    gets a stand-in pid, its position in rank order, and device_id 0.
-    """
-    stand_in = _stand_ins(ranks)
-    keys = list(stand_in)  # a stand-in id back to its GPU
-    collective = _aligned_instances(parts, clocks, stand_in)
+def _stragglers(collective: pl.DataFrame, ranks: dict[GpuKey, tuple[int, str]]) -> Stragglers:
+    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once
+    (`collective`: on the reference clock, each GPU on its stand-in id)."""
+    keys = list(_stand_ins(ranks))  # a stand-in id back to its GPU
     with _reading(collective=collective) as con:
-        found = run_query(con, "straggler_gpu").to_dicts()
         unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
+        found = _sliced_straggler_rows(con, collective, {row["op"] for row in unmatched_rows})
     gpus = []
-    for row in found:
-        file, pid, dev = keys[row.pop("pid")]
-        row.pop("device_id")
+    for pid_, row in sorted(found.items()):
+        file, pid, dev = keys[pid_]
         gpus.append(
             StragglerGpu(file=file, pid=pid, device_id=dev, rank=ranks[(file, pid, dev)][0], **row)
         )
@@ -380,16 +377,68 @@ def _stragglers(
     return stragglers_of(tuple(gpus), tuple(unmatched))
 
 
+# straggler_gpu's windows hold every instance they read; run over this many instances at a
+# time, the merging process's memory stays that of one slice (64 files of 20,000 collectives:
+# 1.28M instances, +390 MB at once, bench_ranks.py).
+SLICE_INSTANCES = 100_000
+
+
+def _sliced_straggler_rows(
+    con: duckdb.DuckDBPyConnection, collective: pl.DataFrame, unmatched_ops: set[str]
+) -> dict[int, dict[str, Any]]:
+    """straggler_gpu's rows per stand-in pid, the query run in `con` over slices of the
+    instances, each registered in turn as the table `collective`.
+
+    Instances are matched by (op, ordinal) alone, so those of disjoint sets of ordinals are
+    independent: each slice holds the ordinals k with k % slices = i, of every op but those
+    straggler_unmatched found (over all instances: counts that differ between GPUs). Within a
+    slice every GPU of a matched op then holds the same ordinals, so straggler_gpu matches the
+    same ops in it as over all instances, and per GPU the slices' counts and waits add up and
+    the largest skew is the largest of theirs.
+    """
+    import polars as pl
+
+    slices = max(1, -(-collective.height // SLICE_INSTANCES))
+    matchable = ~pl.col("op").is_in(sorted(unmatched_ops))
+    out: dict[int, dict[str, Any]] = {}
+    for i in range(slices):
+        con.unregister("collective")
+        con.register("collective", collective.filter(matchable & (pl.col("ordinal") % slices == i)))
+        rows = run_query(con, "straggler_gpu").to_dicts()
+        for row in rows:
+            row.pop("device_id")
+            pid = row.pop("pid")
+            seen = out.get(pid)
+            if seen is None:
+                out[pid] = row
+                continue
+            for name in ("matched_instances", "last_arrivals", "wait_ns", "caused_wait_ns"):
+                seen[name] += row[name]
+            skews = [x for x in (seen["max_skew_ns"], row["max_skew_ns"]) if x is not None]
+            seen["max_skew_ns"] = max(skews, default=None)
+    return out
+
+
 def _stream_matches(
     parts: Sequence[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
 ) -> dict[tuple[str, int, int, str], tuple[GpuKey, ...]]:
     """For each GPU's stream channel, the GPUs of every file whose channels end its collectives
-    with it (queries/derived/comm_match.sql over all files' instances on the aligned clock)."""
+    with it (queries/derived/comm_match.sql over all files' comm_first rows on the aligned
+    clock: a channel's first instances, a few per GPU)."""
+    import polars as pl
+
     stand_in = _stand_ins(ranks)
     keys = list(stand_in)
-    collective = _aligned_instances(parts, clocks, stand_in)
+    firsts = pl.concat(
+        [
+            _on_stand_ins(
+                part.comm_first, part.name, stand_in, end_ns=pl.col("end_ns") + clock.offset_ns
+            )
+            for part, clock in zip(parts, clocks, strict=True)
+        ]
+    )
     sql = next(v.sql for v in view_files() if v.name == "comm_match")
-    with _reading(collective=collective) as con:
+    with _reading(comm_first=firsts) as con:
         con.execute(sql)
         rows = con.execute("SELECT pid, channel, members FROM comm_match").fetchall()
     out = {}
@@ -399,24 +448,34 @@ def _stream_matches(
     return out
 
 
-def _aligned_instances(
-    parts: Sequence[FilePart], clocks: Sequence[FileClock], stand_in: dict[GpuKey, int]
+def _take_aligned_instances(
+    parts: list[FilePart], clocks: Sequence[FileClock], ranks: dict[GpuKey, tuple[int, str]]
 ) -> pl.DataFrame:
-    """Every file's collective instances on the reference clock, each GPU on its stand-in id."""
+    """Every file's collective instances as straggler_*.sql read them (op, ordinal, pid,
+    device_id, start_ns), starts on the reference clock, each GPU on its stand-in id.
+
+    The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
+    gets a stand-in pid, its position in rank order, and device_id 0. Each part in `parts` is
+    replaced by one without its instances as they are taken: they are the largest thing the
+    merging process holds (GPUs x collectives), and are never held twice.
+    """
     import polars as pl
 
-    return pl.concat(
-        [
+    stand_in = _stand_ins(ranks)
+    frames = []
+    for i, (part, clock) in enumerate(zip(parts, clocks, strict=True)):
+        frames.append(
             _on_stand_ins(
-                part.instances,
+                part.instances.select("op", "ordinal", "pid", "device_id", "start_ns"),
                 part.name,
                 stand_in,
                 start_ns=pl.col("start_ns") + clock.offset_ns,
-                end_ns=pl.col("end_ns") + clock.offset_ns,
+                # DuckDB reads a categorical in place; a string column it copies.
+                op=pl.col("op").cast(pl.Categorical),
             )
-            for part, clock in zip(parts, clocks, strict=True)
-        ]
-    )
+        )
+        parts[i] = replace(part, instances=part.instances.clear())
+    return pl.concat(frames)
 
 
 def _stand_ins(ranks: dict[GpuKey, tuple[int, str]]) -> dict[GpuKey, int]:
@@ -450,10 +509,12 @@ def _on_stand_ins(
         schema={"pid": pl.Int64, "device_id": pl.Int64, "gpu": pl.Int64},
         orient="row",
     )
-    keyed = frame.join(mapping, on=("pid", "device_id"))
-    return keyed.with_columns(pid=pl.col("gpu"), device_id=pl.lit(0, pl.Int64), **shifted).drop(
-        "gpu"
-    )
+    # The ids alone are joined: a join would copy every column, with_columns shares the others.
+    gpu = frame.select("pid", "device_id").join(
+        mapping, on=("pid", "device_id"), how="left", maintain_order="left"
+    )["gpu"]
+    moved = frame.with_columns(pid=gpu, device_id=pl.lit(0, pl.Int64), **shifted)
+    return moved.drop_nulls("pid") if gpu.null_count() else moved  # a GPU no file ranked
 
 
 def _top_kernels(
@@ -469,7 +530,7 @@ def _top_kernels(
 
 
 def _timeline(
-    parts: Sequence[FilePart],
+    files: Sequence[tuple[str, dict[str, Any] | None]],
     jobs: Sequence[FileJob],
     clocks: Sequence[FileClock],
     ranks: dict[GpuKey, tuple[int, str]],
@@ -478,10 +539,9 @@ def _timeline(
     step: str | None,
     timeline_range: tuple[int | None, int | None],
 ) -> Timeline | None:
-    """The timeline's window chosen over all files (aligned), its rows fetched from each."""
-    middles = [
-        (p.middle, c.offset_ns) for p, c in zip(parts, clocks, strict=True) if p.middle is not None
-    ]
+    """The timeline's window chosen over all files (aligned), its rows fetched from each;
+    `files`: each file's name and activity_middle row."""
+    middles = [(m, c.offset_ns) for (_, m), c in zip(files, clocks, strict=True) if m is not None]
     if not middles:
         return None
     ref, ref_off = middles[0]
@@ -493,16 +553,16 @@ def _timeline(
     }
     spans = _step_spans(merged)
     basis, name, lo, hi = choose_window(spans, middle, step, *timeline_range)
-    share = max(200, MAX_ROWS // len(parts))
+    share = max(200, MAX_ROWS // len(files))
     results = fetch(
         [(j, lo - c.offset_ns, hi - c.offset_ns, share) for j, c in zip(jobs, clocks, strict=True)]
     )
     rows: list[dict[str, Any]] = []
     window_rows, cut = 0, None
-    for part, clock, found in zip(parts, clocks, results, strict=True):
+    for (name, _), clock, found in zip(files, clocks, results, strict=True):
         off = clock.offset_ns
         mine = [
-            {**r, "file": part.name, "start_ns": r["start_ns"] + off, "end_ns": r["end_ns"] + off}
+            {**r, "file": name, "start_ns": r["start_ns"] + off, "end_ns": r["end_ns"] + off}
             for r in found
         ]
         held = found[0]["window_rows"] if found else 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from html import escape as html_escape
 from pathlib import Path
@@ -29,16 +29,40 @@ GENERATED_AT = "@@nsysreport-generated-at@@"
 PERFETTO_HREF = "@@nsysreport-perfetto-href@@"
 
 
+# A text made a block at a time, each time it is called: a large one is never held whole.
+Blocks = Callable[[], Iterable[str]]
+
+
 @dataclass(frozen=True, slots=True)
 class Outputs:
     html: str
-    json_text: str | None  # None unless asked for
+    json: Blocks | None  # the JSON's text, made as it is written; None unless asked for
     model: Callable[[], Report]  # built or unpickled only when the summary needs it
     perfetto_text: str | None = None  # the --perfetto file's text, None unless asked for
 
 
+# The JSON is made in blocks of this many of the encoder's pieces (a key, a value, a line's
+# indent); a text is written this many characters at a time.
+JSON_BLOCK_PIECES = 8192
+WRITE_CHARS = 1 << 20
+
+
+def json_blocks(report: Report) -> Iterator[str]:
+    """The report's JSON, as json.dumps(indent=2) writes it, a block at a time. json.dumps
+    joins all the encoder's pieces at once: with an indent they are millions of small strings
+    (64 rank files: +270 MB for 38 MB of text, bench_ranks.py)."""
+    block = []
+    for piece in json.JSONEncoder(indent=2).iterencode(model.as_json(report)):
+        block.append(piece)
+        if len(block) == JSON_BLOCK_PIECES:
+            yield "".join(block)
+            block.clear()
+    block.append("\n")
+    yield "".join(block)
+
+
 def json_text(report: Report) -> str:
-    return json.dumps(model.as_json(report), indent=2, sort_keys=False) + "\n"
+    return "".join(json_blocks(report))
 
 
 def report_outputs(
@@ -123,7 +147,8 @@ def one_trace(
     page = page.replace(GENERATED_AT, generated_at)
     if perfetto_href is not None:
         page = page.replace(PERFETTO_HREF, html_escape(perfetto_href, quote=True))
-    return Outputs(page, text, lambda: cached.model, trace_text)
+    kept = None if text is None else _whole(text)
+    return Outputs(page, kept, lambda: cached.model, trace_text)
 
 
 def several_traces(
@@ -154,7 +179,11 @@ def _rendered(
     """The outputs of a model built in this run (nothing kept)."""
     progress("rendering")
     html = render.render_html(report, generated_at, perfetto_href=perfetto_href)
-    return Outputs(html, json_text(report) if want_json else None, lambda: report)
+    return Outputs(html, (lambda: json_blocks(report)) if want_json else None, lambda: report)
+
+
+def _whole(text: str) -> Blocks:
+    return lambda: (text,)
 
 
 def default_output(paths: Sequence[Path]) -> Path:
@@ -177,12 +206,16 @@ def page_outputs(out: Path, pdf: bool, option: str) -> list[Output]:
 
 
 def writer(
-    output: Output, html: str, json_text: str, paper: str = "A4", perfetto_text: str | None = None
+    output: Output,
+    html: str,
+    json_text: Blocks | None,
+    paper: str = "A4",
+    perfetto_text: str | None = None,
 ) -> Writer:
     """What writes `output`: the JSON text for --json, the trace-event text for --perfetto,
     else the page as PDF (by suffix) or HTML."""
     if output.option == "--json":
-        return text_writer(json_text)
+        return blocks_writer(json_text or _whole(""))
     if output.option == "--perfetto":
         return text_writer(perfetto_text or "")
     if output.path.suffix.lower() == ".pdf":
@@ -190,8 +223,24 @@ def writer(
     return text_writer(html)
 
 
+def blocks_writer(blocks: Blocks) -> Writer:
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as f:
+            f.writelines(blocks())
+
+    return write
+
+
 def text_writer(text: str) -> Writer:
-    return lambda tmp: tmp.write_text(text, encoding="utf-8")
+    """Writes `text` as Path.write_text does, a slice at a time: encoded at once, a large text
+    (the JSON of many rank files) would be held twice."""
+
+    def write(tmp: Path) -> None:
+        with tmp.open("w", encoding="utf-8") as f:
+            for start in range(0, len(text), WRITE_CHARS):
+                f.write(text[start : start + WRITE_CHARS])
+
+    return write
 
 
 def relative_href(target: Path, page: Path) -> str:

@@ -178,3 +178,23 @@ def test_a_number_no_report_holds_is_refused_by_name(
     data["gpus"][0][key] = value
     with pytest.raises(TraceError, match=rf"gpus\[0\] {key} is {shown}, which no report holds"):
         Report.from_json(data, "r.json")
+
+
+def test_the_json_made_and_written_a_block_at_a_time_is_json_dumps_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nsysreport import outputs
+
+    trace = sorted(SAMPLES.glob("*.sqlite"))[0]
+    report = build_report(open_trace(trace), trace)
+    whole = json.dumps(as_json(report), indent=2) + "\n"
+    # Blocks of 3 pieces and writes of 1,000 characters: many of each, and a last short one.
+    monkeypatch.setattr(outputs, "JSON_BLOCK_PIECES", 3)
+    monkeypatch.setattr(outputs, "WRITE_CHARS", 1_000)
+    blocks = list(outputs.json_blocks(report))
+    assert len(blocks) > 100 and "".join(blocks) == whole == outputs.json_text(report)
+    outputs.blocks_writer(lambda: outputs.json_blocks(report))(tmp_path / "blocks.json")
+    assert (tmp_path / "blocks.json").read_text() == whole
+    assert len(whole) > 10 * outputs.WRITE_CHARS
+    outputs.text_writer(whole)(tmp_path / "text.json")
+    assert (tmp_path / "text.json").read_text() == whole

@@ -112,6 +112,46 @@ def _without_file(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: v for k, v in r.items() if k != "file"} for r in rows]
 
 
+def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import polars as pl
+
+    from nsysreport import multi
+
+    # Three GPUs (stand-in pids 0-2). AllReduce: 3 instances each, start times below. Broadcast
+    # ran 2 times on GPU 0 and 3 on GPU 1: unmatched, though a slice holding only its first
+    # ordinals would see equal counts. Barrier ran on GPU 0 alone: nothing to match.
+    starts = {0: [0, 100, 200], 1: [10, 105, 200], 2: [30, 100, 200]}
+    rows = [("AllReduce", k + 1, g, t) for g, ts in starts.items() for k, t in enumerate(ts)]
+    rows += [("Broadcast", k, 0, 300 + k) for k in (1, 2)]
+    rows += [("Broadcast", k, 1, 300 + k) for k in (1, 2, 3)]
+    rows += [("Barrier", k, 0, 400 + k) for k in (1, 2)]
+    collective = pl.DataFrame(
+        rows, schema=["op", "ordinal", "pid", "start_ns"], orient="row"
+    ).with_columns(pl.col("op").cast(pl.Categorical), device_id=pl.lit(0, pl.Int64))
+    ranks = {("f", g, 0): (g, "test") for g in starts}
+
+    def figures() -> list[tuple[int, int, int, int, int, int | None]]:
+        found = multi._stragglers(collective, ranks)
+        assert [(u["op"], u["rank"], u["instances"]) for u in found.unmatched] == [
+            ("Broadcast", 0, 2),
+            ("Broadcast", 1, 3),
+        ]
+        return [
+            (g.rank, g.matched_instances, g.last_arrivals, g.wait_ns, g.caused_wait_ns,
+             g.max_skew_ns)
+            for g in found.gpus
+        ]  # fmt: skip
+
+    # By hand: instance 1 waits 30, 20, 0 for GPU 2 (skew 30, caused 50); instance 2 waits 5,
+    # 0, 5 for GPU 1 (skew 5, caused 10); instance 3 starts together: no last arriver.
+    expected = [(0, 3, 0, 35, 0, None), (1, 3, 1, 20, 10, 5), (2, 3, 1, 5, 50, 30)]
+    assert figures() == expected  # 16 instances: one slice
+    monkeypatch.setattr(multi, "SLICE_INSTANCES", 2)  # 8 slices: one ordinal in each
+    assert figures() == expected
+
+
 def test_the_rank_map_names_host_file_and_source(run: dict[str, Any]) -> None:
     ranks = run["multi"]["ranks"]
     assert [(r["rank"], r["file"], r["host"]) for r in ranks] == [

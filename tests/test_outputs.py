@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -263,15 +264,16 @@ def test_a_full_disk_while_writing_names_the_output_and_changes_no_output(
     out = tmp_path / "out"
     out.mkdir()
     (out / "r.html").write_text("yesterday's report")
-    real = pathlib.Path.write_text
+    real = pathlib.Path.open
 
-    def filling(self: Path, data: str, *args: object, **kwargs: object) -> int:
-        if self.name.startswith(".r.json."):
-            real(self, data[: len(data) // 2], *args, **kwargs)  # type: ignore[arg-type]
+    def filling(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if self.name.startswith(".r.json.") and "w" in mode:
+            with real(self, mode, *args, **kwargs) as f:
+                f.write("{\n")  # a part of it written, then the disk is full
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(self, data, *args, **kwargs)  # type: ignore[arg-type]
+        return real(self, mode, *args, **kwargs)
 
-    monkeypatch.setattr(pathlib.Path, "write_text", filling)
+    monkeypatch.setattr(pathlib.Path, "open", filling)
     code, _, err = nsysreport(trace, "-o", out / "r.html", "--json", out / "r.json")
     assert code == 1
     line = one_error(err)
@@ -287,14 +289,14 @@ def test_a_pipe_that_cannot_be_written_fails_in_one_line_before_any_rename(
     # Never /dev/full itself: a regression would replace it (tests run as root).
     pipe = tmp_path / "pipe"
     os.mkfifo(pipe)
-    real = pathlib.Path.write_text
+    real = pathlib.Path.open
 
-    def full(self: Path, data: str, *args: object, **kwargs: object) -> int:
-        if self == pipe:
+    def full(self: Path, mode: str = "r", *args: Any, **kwargs: Any) -> Any:
+        if self == pipe and "w" in mode:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real(self, data, *args, **kwargs)  # type: ignore[arg-type]
+        return real(self, mode, *args, **kwargs)
 
-    monkeypatch.setattr(pathlib.Path, "write_text", full)
+    monkeypatch.setattr(pathlib.Path, "open", full)
     code, _, err = nsysreport(trace, "-o", tmp_path / "r.html", "--json", pipe)
     assert code == 1
     one_error(err, f"--json {pipe}: cannot write: No space left on device")

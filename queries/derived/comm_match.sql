@@ -3,13 +3,13 @@
 -- For the channels known only by their stream (collective.channel_source `stream`): a
 -- collective ends at the same time on every member of its communicator (the last rank's data
 -- completes it everywhere), so two channels on different GPUs are members of one communicator
--- when, of their first 32 instances taken in start order (the k-th against the k-th), at
--- least 90% end within 2 µs of each other. Each channel is listed with its own GPU and every
--- GPU with a channel that matches it. nsysreport.multi runs this file over every file's
--- instances at once, on one aligned clock, to match channels across per-rank files.
--- Materialised (CREATE TABLE) when the trace is opened.
+-- when, of their first 32 instances taken in start order (comm_first; the k-th against the
+-- k-th), at least 90% end within 2 µs of each other. Each channel is listed with its own GPU
+-- and every GPU with a channel that matches it. nsysreport.multi runs this file over every
+-- file's comm_first rows at once, on one aligned clock, to match channels across per-rank
+-- files. Materialised (CREATE TABLE) when the trace is opened.
 --
--- Reads: collective
+-- Reads: comm_first
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -18,13 +18,7 @@
 --   members        VARCHAR   its GPU and the matched ones, pid:device_id, comma-separated
 --   member_gpus    BIGINT    how many GPUs that is (1: none matched)
 CREATE TABLE comm_match AS
-WITH firsts AS (
-    SELECT pid, device_id, channel, end_ns,
-        row_number() OVER (PARTITION BY pid, device_id, channel ORDER BY start_ns, kernel_id) AS k
-    FROM collective
-    WHERE channel_source = 'stream'
-    QUALIFY k <= 32
-),
+WITH firsts AS (SELECT pid, device_id, channel, end_ns, k FROM comm_first),
 pairs AS (
     SELECT a.pid, a.device_id, a.channel, b.pid AS peer_pid, b.device_id AS peer_device
     FROM firsts AS a
