@@ -46,18 +46,15 @@ pieces AS (
 bin AS (
     -- Per process, a time bin about as long as a step: each step is listed in the bins it
     -- spans and each piece is looked up in its own bin, so a piece meets the few steps near
-    -- it, not every step of its process (quadratic in the steps of a long capture). Floor
-    -- division is monotonic, so a step's bins hold every instant inside it.
-    -- The span is taken as HUGEINT: extreme times overflow BIGINT.
-    SELECT global_pid,
-        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
-            9223372036854775807)::BIGINT AS width
+    -- it, not every step of its process (quadratic in the steps of a long capture; the
+    -- time_bin macros).
+    SELECT global_pid, time_bin_width(min(start_ns), max(end_ns), count(*)) AS width
     FROM steps
     GROUP BY global_pid
 ),
 step_bin AS (
     SELECT s.range_id, s.global_pid, s.start_ns, s.end_ns,
-        unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
+        unnest(time_bins(s.start_ns, s.end_ns, b.width)) AS bin
     FROM steps AS s
     JOIN bin AS b ON b.global_pid = s.global_pid
 ),

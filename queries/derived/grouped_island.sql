@@ -111,15 +111,13 @@ probe AS (
 bin AS (
     -- A time bin about as long as the gap between pieces. Pieces and the segments that could
     -- expose them are each listed in the bins they span and meet in a shared bin: a hash
-    -- join, no sort. The span is taken as HUGEINT: extreme times overflow BIGINT.
-    SELECT pid, device_id,
-        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
-            9223372036854775807)::BIGINT AS width
+    -- join, no sort (the time_bin macros).
+    SELECT pid, device_id, time_bin_width(min(start_ns), max(end_ns), count(*)) AS width
     FROM probe
     GROUP BY pid, device_id
 ),
 probe_bin AS (
-    SELECT p.*, unnest(range(p.start_ns // b.width, (p.end_ns - 1) // b.width + 1)) AS bin
+    SELECT p.*, unnest(time_bins(p.start_ns, p.end_ns, b.width)) AS bin
     FROM probe AS p
     JOIN bin AS b ON b.pid = p.pid AND b.device_id = p.device_id
 ),
@@ -127,15 +125,14 @@ uncovered AS (
     -- The segments where no compute kernel runs (with one, comm and copies are hidden), busy
     -- (a piece is inside its own activity, so it never meets an idle segment).
     SELECT s.pid, s.device_id, s.start_ns, s.end_ns, s.n_comm, b.width,
-        unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
+        unnest(time_bins(s.start_ns, s.end_ns, b.width)) AS bin
     FROM gpu_segment AS s
     JOIN bin AS b ON b.pid = s.pid AND b.device_id = s.device_id
     WHERE s.pid = $pid AND s.device_id = $device_id AND s.n_compute = 0 AND s.n_all > 0
 ),
 probe_exposed AS (
     -- A piece's exposed time: its overlap with the segments that do not hide it, each pair
-    -- once, in the bin where their overlap starts (floor division is monotonic, so both are
-    -- listed there).
+    -- once, in the bin where their overlap starts.
     SELECT p.pid, p.device_id, p.by_compute, p.start_ns, p.end_ns,
         sum(least(p.end_ns, u.end_ns) - greatest(p.start_ns, u.start_ns)) AS exposed_ns
     FROM probe_bin AS p

@@ -39,14 +39,12 @@ WITH width AS (SELECT DISTINCT pid, device_id, width FROM step_window_bin),
 segment_bin AS (
     -- Each segment in the bins it spans: segments and windows (step_window_bin) meet in a
     -- shared bin, a hash join on the few windows, no sort of the segments.
-    SELECT s.*, b.width,
-        unnest(range(s.start_ns // b.width, (s.end_ns - 1) // b.width + 1)) AS bin
+    SELECT s.*, b.width, unnest(time_bins(s.start_ns, s.end_ns, b.width)) AS bin
     FROM gpu_segment AS s
     JOIN width AS b ON b.pid = s.pid AND b.device_id = s.device_id
 ),
 clipped AS (
-    -- Each overlapping segment and window once: in the bin where their overlap starts (floor
-    -- division is monotonic, so both are listed there).
+    -- Each overlapping segment and window once: in the bin where their overlap starts.
     SELECT w.pid, w.device_id, w.range_id, s.n_all, s.n_compute, s.n_gemm, s.n_attention,
         s.n_comm, s.n_memcpy, s.n_graph,
         least(s.end_ns, w.end_ns) - greatest(s.start_ns, w.start_ns) AS part_ns

@@ -5,9 +5,8 @@
 -- interval, lists its own rows in their bins the same way and joins on (pid, device_id, bin):
 -- each row then meets the few windows near it. Joined on the GPU alone, every row met every
 -- window of its GPU, quadratic in the steps (communicator_step: 22 CPU-s at 5M kernels).
--- Floor division is monotonic, so a window's bins hold every instant inside it. The span is
--- taken as HUGEINT: extreme times overflow BIGINT. Windows with end <= start hold nothing and
--- are left out.
+-- The bins are the time_bin macros' (queries/load/time_bin.sql). Windows with end <= start
+-- hold nothing and are left out.
 --
 -- Reads: step_window
 --
@@ -23,13 +22,12 @@
 CREATE VIEW step_window_bin AS
 WITH bin AS (
     SELECT pid, device_id,
-        least(greatest((max(end_ns)::HUGEINT - min(start_ns)) // count(*), 1),
-            9223372036854775807)::BIGINT AS width
+        time_bin_width(min(start_ns), max(end_ns), count(*)) AS width
     FROM step_window
     GROUP BY pid, device_id
 )
 SELECT w.pid, w.device_id, w.range_id, w.step_ordinal, w.start_ns, w.end_ns, b.width,
-    unnest(range(w.start_ns // b.width, (w.end_ns - 1) // b.width + 1)) AS bin
+    unnest(time_bins(w.start_ns, w.end_ns, b.width)) AS bin
 FROM step_window AS w
 JOIN bin AS b ON b.pid = w.pid AND b.device_id = w.device_id
 WHERE w.end_ns > w.start_ns
