@@ -30,12 +30,12 @@
 SELECT
     a.activities,
     (SELECT count(*) FROM launch) AS api_calls,
+    -- One hash anti join (a correlated NOT EXISTS was planned as a delim join that built and
+    -- probed the launches twice: 0.95 s against 0.32 s at 5M kernels).
     (SELECT count(*) FROM activity AS a
-        WHERE (SELECT count(*) FROM launch) > 0
-            AND NOT EXISTS (
-                SELECT 1 FROM launch AS l
-                WHERE l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
-            )) AS unlaunched_activities,
+        ANTI JOIN (SELECT global_pid, correlation_id FROM launch) AS l
+            ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+        WHERE EXISTS (SELECT 1 FROM launch)) AS unlaunched_activities,
     -- nvtx_unloaded: ranges that can play no role, counted at load and never loaded.
     ((SELECT count(*) FROM nvtx_range)
         + (SELECT coalesce(sum(count), 0) FROM nvtx_unloaded))::BIGINT AS nvtx_ranges,
