@@ -15,7 +15,9 @@
 -- pass, no island numbering). exposed_ns is the piece minus the union of all compute on the
 -- GPU (for copies: of all compute and comm, as exposed memcpy in docs/metrics.md), whoever
 -- launched it: the sum of the piece's overlaps with the gpu_segment rows where none of that
--- runs.
+-- runs. Grouping `comm` keeps every piece (communicator_step counts each in the step it starts
+-- in); the others are only ever summed, so they keep one row per group and part: its first
+-- piece's start, its last piece's end, and the sums (5M kernels: 1M rows written, not 9M).
 --
 -- Built one GPU at a time ($pid, $device_id; nsysreport.queries runs it for each GPU and
 -- appends the rows): every union and window here is within one GPU, so its sorts hold one
@@ -33,11 +35,11 @@
 --   grouping      VARCHAR   layer, op, comm or copy
 --   group_key     VARCHAR   layer label, collective op, communicator channel, or copy stage
 --   part          VARCHAR   compute, gemm, comm or memcpy
---   start_ns      BIGINT    piece start
---   end_ns        BIGINT    piece end
---   duration_ns   BIGINT    piece length
+--   start_ns      BIGINT    piece start (grouping other than comm: the group's first)
+--   end_ns        BIGINT    piece end (other than comm: the group's last)
+--   duration_ns   BIGINT    piece length (other than comm: the union's length, their sum)
 --   exposed_ns    BIGINT    comm pieces: length no compute kernel on the GPU covers; memcpy
---                            pieces: length no compute or comm kernel covers
+--                            pieces: length no compute or comm kernel covers; else NULL
 CREATE TABLE grouped_island AS
 WITH kernels AS (
     SELECT k.pid, k.device_id, k.start_ns, k.end_ns, k.class,
@@ -149,16 +151,28 @@ exposed AS (
         ON x.pid = p.pid AND x.device_id = p.device_id AND x.by_compute = (p.part_id = 2)
         AND x.start_ns = p.start_ns AND x.end_ns = p.end_ns
     WHERE p.part_id >= 2
+),
+pieced AS (
+    SELECT pid, device_id, group_id, part_id, start_ns, end_ns, exposed_ns FROM exposed
+    UNION ALL
+    SELECT pid, device_id, group_id, part_id, start_ns, end_ns, NULL FROM pieces
+    WHERE part_id < 2
+),
+named AS (
+    SELECT p.*, g.grouping, g.group_key,
+        ['compute', 'gemm', 'comm', 'memcpy'][p.part_id + 1] AS part
+    FROM pieced AS p
+    JOIN groups AS g ON g.group_id = p.group_id
 )
-SELECT e.pid, e.device_id, g.grouping, g.group_key, ['comm', 'memcpy'][e.part_id - 1] AS part,
-    e.start_ns, e.end_ns,
-    e.end_ns - e.start_ns AS duration_ns, e.exposed_ns::BIGINT AS exposed_ns
-FROM exposed AS e
-JOIN groups AS g ON g.group_id = e.group_id
+-- Grouping `comm`: every piece (communicator_step counts each in the step it starts in).
+SELECT pid, device_id, grouping, group_key, part, start_ns, end_ns,
+    end_ns - start_ns AS duration_ns, exposed_ns::BIGINT AS exposed_ns
+FROM named
+WHERE grouping = 'comm'
 UNION ALL
-SELECT p.pid, p.device_id, g.grouping, g.group_key,
-    ['compute', 'gemm'][p.part_id + 1], p.start_ns, p.end_ns,
-    p.end_ns - p.start_ns, NULL
-FROM pieces AS p
-JOIN groups AS g ON g.group_id = p.group_id
-WHERE p.part_id < 2
+-- The others are only summed: one row per group and part (5M kernels: 1M rows, not 9M).
+SELECT pid, device_id, grouping, group_key, part, min(start_ns), max(end_ns),
+    sum(end_ns - start_ns)::BIGINT, sum(exposed_ns)::BIGINT
+FROM named
+WHERE grouping <> 'comm'
+GROUP BY pid, device_id, grouping, group_key, part
