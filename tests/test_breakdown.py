@@ -246,3 +246,25 @@ def test_every_query_on_an_export_without_tables_returns_no_rows(query: Any) -> 
     create_raw_tables(con)
     create_views(con)
     assert run_query(con, query.name).height == 0
+
+
+def test_an_interval_inside_another_adds_nothing_to_its_group(write_and_open: Any) -> None:
+    # One group's intervals on three streams, the second inside the first: [0,100), [10,50),
+    # [60,120). The union is [0,120) = 120 ns (the third reaches past the first's end, not
+    # just past the second's). Compute: elementwise inside a GEMM, a later GEMM; comm: the
+    # same shape of all-reduces 1000 ns later, with nothing under them.
+    kernels = [
+        Kernel(0, 100, GEMM, stream=7),
+        Kernel(10, 50, ELEMENTWISE, stream=8),
+        Kernel(60, 120, GEMM, stream=9),
+        Kernel(1000, 1100, NCCL, stream=31),
+        Kernel(1010, 1050, NCCL, stream=32),
+        Kernel(1060, 1120, NCCL, stream=33),
+    ]
+    con = write_and_open(Scenario(kernels=kernels))
+    (layer,) = run_query(con, "layer_summary").to_dicts()
+    assert layer["layer"] == "(outside layers)"
+    assert layer["compute_ns"] == 120 and layer["gemm_ns"] == 120
+    assert layer["comm_ns"] == 120 and layer["exposed_comm_ns"] == 120
+    (op,) = run_query(con, "collective_summary").to_dicts()
+    assert op["op"] == "AllReduce" and op["total_ns"] == 200 and op["exposed_ns"] == 120
