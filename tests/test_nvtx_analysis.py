@@ -440,3 +440,51 @@ def test_a_layer_exposes_the_part_of_its_copy_that_no_kernel_hides(write_and_ope
     )
     assert layers["model.layers.0"]["exposed_memcpy_ns"] == 140
     assert layers["model.layers.1"]["exposed_memcpy_ns"] == 0
+
+
+def test_ranges_ending_together_leave_no_layer_open_and_one_starting_then_holds_launches(
+    write_and_open: Any,
+) -> None:
+    # model.layers.1 nests inside model.layers.0 and both end at 100, where model.layers.2
+    # begins. A launch at 50 is in the innermost, layers.1; one at 100 in layers.2 (a range
+    # holds a launch at its start); one at 250 in none.
+    con = write_and_open(
+        Scenario(
+            kernels=[
+                Kernel(1000, 1010, GEMM, launch=(50, 51)),
+                Kernel(1020, 1030, GEMM, launch=(100, 101)),
+                Kernel(1040, 1050, GEMM, launch=(250, 251)),
+            ],
+            nvtx=[
+                NvtxRange(0, 100, "model.layers.0"),
+                NvtxRange(10, 100, "model.layers.1"),
+                NvtxRange(100, 200, "model.layers.2"),
+            ],
+        )
+    )
+    counts = {name: row["kernel_count"] for name, row in layers_of(con).items()}
+    assert counts == {"model.layers.1": 1, "model.layers.2": 1, "(outside layers)": 1}
+
+
+def test_a_launch_of_no_length_where_two_ranges_end_is_in_neither(write_and_open: Any) -> None:
+    # Both ranges end at 100; a launch call [100,100) lies inside neither once they end (the
+    # nesting depth is back to 0), though it ends no later than they do.
+    con = write_and_open(
+        Scenario(
+            kernels=[Kernel(1000, 1010, GEMM, launch=(100, 100))],
+            nvtx=[NvtxRange(0, 100, "model.layers.0"), NvtxRange(10, 100, "model.layers.1")],
+        )
+    )
+    assert set(layers_of(con)) == {"(outside layers)"}
+
+
+def test_a_range_of_no_length_holds_no_launch(write_and_open: Any) -> None:
+    # At one instant every end precedes every start (a range may end where the next begins),
+    # so a range [90,90) closes before it opens: a launch [90,90) is in no layer.
+    con = write_and_open(
+        Scenario(
+            kernels=[Kernel(1000, 1010, GEMM, launch=(90, 90))],
+            nvtx=[NvtxRange(60, 80, "model.layers.0"), NvtxRange(90, 90, "model.layers.1")],
+        )
+    )
+    assert set(layers_of(con)) == {"(outside layers)"}

@@ -6,10 +6,13 @@
 -- NVIDIA's projection rule: a range contains an activity when the CUDA call that launched it
 -- lies inside the range on the same thread (range.start <= launch.start, launch.end <=
 -- range.end). Push/pop ranges nest on a thread, so the innermost open range of a role at a
--- launch is the latest one that started at the same nesting depth: one sorted sweep per
--- (thread, role) gives each launch its depth, and an ASOF join finds that range - no
--- per-kernel scan over ranges. Activities whose launch is not in the trace (a capture window
--- that starts after the launch) get no range.
+-- launch is the latest one that started at the nesting depth the launch is at. One sorted
+-- sweep per (thread, role) over the ranges' starts and ends alone gives each of them the
+-- depth after it and the innermost range then open (after an end: by an ASOF join among the
+-- starts); each launch then finds the state after the latest instant at or before it by one
+-- ASOF join - no per-kernel scan over ranges, and the launches are not sorted into the sweep
+-- (5M kernels: 2.8 s against 4.9 s when they were). Activities whose launch is not in the
+-- trace (a capture window that starts after the launch) get no range.
 -- A kernel replayed from a CUDA graph (node-level tracing) shares its cudaGraphLaunch's
 -- correlation id (activity_step places it in a step by that call). Here its launch is the
 -- creation of its node at capture time, on the capturing thread (graph_node_origin), when the
@@ -38,39 +41,54 @@ WITH launched AS (
     SELECT 'kernel', kernel_id, origin_tid, origin_start_ns, origin_end_ns, 'origin', true
     FROM graph_node_origin
 ),
-roles AS (SELECT DISTINCT role FROM nvtx_role_range WHERE role <> 'step'),
-events AS (
-    -- +1 at a range start, -1 at its end, 0 at a launch. At one instant ends come first (a
-    -- range may end where the next begins), then starts, then launches, so a launch at a
-    -- range's start counts as inside it (one at its end cannot be: it lasts past the end).
-    -- Steps are not projected here (activity_step: they are process-wide).
-    SELECT global_tid, role, start_ns AS t, 1 AS d, range_id, NULL AS source,
-        NULL::BIGINT AS activity_id, NULL::BIGINT AS launch_end
-    FROM nvtx_role_range
-    WHERE role <> 'step'
+ranges AS (
+    SELECT global_tid, role, range_id, start_ns, end_ns FROM nvtx_role_range WHERE role <> 'step'
+),
+edges AS (
+    -- +1 at a range start, -1 at its end. At one instant ends come first (a range may end
+    -- where the next begins), then starts in range_id order.
+    SELECT global_tid, role, start_ns AS t, 1 AS d, range_id FROM ranges
     UNION ALL
-    SELECT global_tid, role, end_ns, -1, range_id, NULL, NULL, NULL
-    FROM nvtx_role_range
-    WHERE role <> 'step'
+    SELECT global_tid, role, end_ns, -1, range_id FROM ranges
+),
+swept AS (
+    SELECT *, sum(d) OVER (
+        PARTITION BY global_tid, role ORDER BY t, d, range_id ROWS UNBOUNDED PRECEDING
+    ) AS depth
+    FROM edges
+),
+starts AS (SELECT global_tid, role, t, 1 AS d, depth, range_id FROM swept WHERE d = 1),
+state AS (
+    -- After each edge, the innermost open range: after a start, that range; after an end,
+    -- the latest range that started at the depth left open, earlier than the end (a start at
+    -- the same instant comes after it); none at depth 0 or less (a range of no length ends
+    -- before it starts, as every end at an instant precedes its starts).
+    SELECT global_tid, role, t, d, range_id AS edge_id,
+        CASE WHEN depth > 0 THEN range_id END AS open_id
+    FROM starts
     UNION ALL
-    SELECT l.global_tid, r.role, l.launch_start, 0, NULL, l.source, l.activity_id, l.launch_end
+    SELECT e.global_tid, e.role, e.t, -1, e.range_id, CASE WHEN e.depth > 0 THEN s.range_id END
+    FROM (SELECT * FROM swept WHERE d = -1) AS e
+    ASOF LEFT JOIN starts AS s
+        ON s.global_tid = e.global_tid AND s.role = e.role AND s.depth = e.depth AND s.t < e.t
+),
+instant AS (
+    -- At each instant, the state after its last edge (launches at an instant follow its
+    -- edges, so a launch at a range's start counts as inside it; one at its end cannot be:
+    -- it lasts past the end). arg_max_null: the last edge's range even when it is none
+    -- (arg_max would skip it and return an earlier edge's).
+    SELECT global_tid, role, t, arg_max_null(open_id, (d, edge_id)) AS open_id
+    FROM state
+    GROUP BY global_tid, role, t
+),
+roles AS (SELECT DISTINCT role FROM ranges),
+points AS (
+    SELECT l.global_tid, r.role, l.launch_start AS t, l.launch_end, l.source, l.activity_id
     FROM launched AS l
     JOIN roles AS r ON l.point = 'origin' OR NOT l.has_origin
-    WHERE l.global_tid IN (SELECT global_tid FROM nvtx_role_range WHERE role <> 'step')
-),
-depths AS (
-    SELECT *, sum(d) OVER (
-        PARTITION BY global_tid, role
-        ORDER BY t, CASE d WHEN -1 THEN 0 WHEN 1 THEN 1 ELSE 2 END, range_id, activity_id
-        ROWS UNBOUNDED PRECEDING
-    ) AS depth
-    FROM events
-),
-range_starts AS (SELECT global_tid, role, t, depth, range_id FROM depths WHERE d = 1),
-launch_depths AS (SELECT * FROM depths WHERE d = 0 AND depth > 0)
-SELECT l.source, l.activity_id, l.role, rr.range_id, rr.label, rr.label_index, rr.payload
-FROM launch_depths AS l
-ASOF JOIN range_starts AS s
-    ON s.global_tid = l.global_tid AND s.role = l.role AND s.depth = l.depth AND s.t <= l.t
-JOIN nvtx_role_range AS rr ON rr.range_id = s.range_id AND rr.role = s.role
-WHERE rr.end_ns >= l.launch_end
+)
+SELECT p.source, p.activity_id, p.role, rr.range_id, rr.label, rr.label_index, rr.payload
+FROM points AS p
+ASOF JOIN instant AS i ON i.global_tid = p.global_tid AND i.role = p.role AND i.t <= p.t
+JOIN nvtx_role_range AS rr ON rr.range_id = i.open_id AND rr.role = p.role
+WHERE rr.end_ns >= p.launch_end
