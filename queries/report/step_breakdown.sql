@@ -36,12 +36,24 @@
 --   kernel_count         BIGINT    kernels the step contains on this GPU
 --   comm_kernel_count    BIGINT    communication kernels among them
 WITH width AS (SELECT DISTINCT pid, device_id, width FROM step_window_bin),
-segment_bin AS (
-    -- Each segment in the bins it spans: segments and windows (step_window_bin) meet in a
-    -- shared bin, a hash join on the few windows, no sort of the segments.
-    SELECT s.*, b.width, unnest(time_bins(s.start_ns, s.end_ns, b.width)) AS bin
+busy AS NOT MATERIALIZED (
+    -- Only busy segments count: every sum below is of time something runs (idle is the rest).
+    SELECT s.*, b.width, s.start_ns // b.width AS first_bin, (s.end_ns - 1) // b.width AS last_bin
     FROM gpu_segment AS s
     JOIN width AS b ON b.pid = s.pid AND b.device_id = s.device_id
+    WHERE s.n_all > 0
+),
+segment_bin AS (
+    -- Each segment in the bins it spans: segments and windows (step_window_bin) meet in a
+    -- shared bin, a hash join on the few windows, no sort of the segments. Most segments lie
+    -- in one bin: they take it without a list (unnesting a list per row cost 1.0 of 1.7
+    -- operator-s at 5M kernels).
+    SELECT * EXCLUDE (first_bin, last_bin), first_bin AS bin FROM busy
+    WHERE first_bin = last_bin
+    UNION ALL
+    SELECT * EXCLUDE (first_bin, last_bin), unnest(time_bins(start_ns, end_ns, width)) AS bin
+    FROM busy
+    WHERE first_bin < last_bin
 ),
 clipped AS (
     -- Each overlapping segment and window once: in the bin where their overlap starts.
