@@ -16,16 +16,24 @@
 --   p99_ns       BIGINT    99th percentile gap length
 --   max_ns       BIGINT    longest gap
 WITH gpus AS (SELECT DISTINCT pid, device_id FROM gpu_segment),
-gaps AS (SELECT pid, device_id, duration_ns FROM gpu_segment WHERE n_all = 0)
+stats AS (
+    -- Summed per GPU before the join (joining every gap to its GPU first built a hash table
+    -- of all gaps: 0.35 operator-s at 5M kernels).
+    SELECT pid, device_id, count(*) AS gap_count, sum(duration_ns) AS gap_ns,
+        quantile_disc(duration_ns, 0.5) AS p50_ns, quantile_disc(duration_ns, 0.99) AS p99_ns,
+        max(duration_ns) AS max_ns
+    FROM gpu_segment
+    WHERE n_all = 0
+    GROUP BY pid, device_id
+)
 SELECT
     g.pid,
     g.device_id,
-    count(x.duration_ns) AS gap_count,
-    coalesce(sum(x.duration_ns), 0)::BIGINT AS gap_ns,
-    quantile_disc(x.duration_ns, 0.5) AS p50_ns,
-    quantile_disc(x.duration_ns, 0.99) AS p99_ns,
-    max(x.duration_ns) AS max_ns
+    coalesce(x.gap_count, 0) AS gap_count,
+    coalesce(x.gap_ns, 0)::BIGINT AS gap_ns,
+    x.p50_ns,
+    x.p99_ns,
+    x.max_ns
 FROM gpus AS g
-LEFT JOIN gaps AS x ON x.pid = g.pid AND x.device_id = g.device_id
-GROUP BY g.pid, g.device_id
+LEFT JOIN stats AS x ON x.pid = g.pid AND x.device_id = g.device_id
 ORDER BY g.pid, g.device_id
