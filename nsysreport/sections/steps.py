@@ -118,10 +118,8 @@ def _stats(steps: list[StepReport]) -> list[StepStats]:
     for (file, pid, device_id, rank), group in by_gpu.items():
         times = [s.step_time_ns for s in group]
         total = sum(times)
-        parts = {
-            part: pct(sum(dict(iter_breakdown(s))[part] for s in group), total)
-            for part, _ in iter_breakdown(group[0])
-        }
+        breakdowns = [dict(iter_breakdown(s)) for s in group]  # once per step, not per part
+        parts = {part: pct(sum(b[part] for b in breakdowns), total) for part in breakdowns[0]}
         slowest = max(group, key=lambda s: (s.step_time_ns, -s.ordinal))
         out.append(
             StepStats(
