@@ -8,9 +8,9 @@
 -- time_bin_width(lo, hi, n): a width about as long as one of n intervals spread over
 -- [lo, hi), at least 1; the span is taken as HUGEINT, since extreme times overflow BIGINT.
 -- time_bins(start, end, width): the bins [start, end) spans (end > start). Used by
--- step_window_bin, activity_step, grouped_island and step_breakdown. Created with the views
--- (nsysreport.queries.create_views), so a cache file keeps them beside the views that use
--- them.
+-- step_window_bin, activity_step, activity_range, grouped_island and step_breakdown.
+-- Created with the views (nsysreport.queries.create_views), so a cache file keeps them
+-- beside the views that use them.
 --
 -- Writes: time_bin_width, time_bins
 CREATE OR REPLACE MACRO time_bin_width(lo, hi, n) AS
