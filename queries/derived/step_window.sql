@@ -2,8 +2,10 @@
 --
 -- A step is an NVTX range of role `step`; its window on a GPU spans the activities it contains
 -- (activity_step: those launched during the step by any thread of its process). `step_ordinal`
--- numbers a GPU's steps by window start from 1, so the k-th step can be matched across GPUs. Materialised (CREATE TABLE)
--- when the trace is opened: the step breakdown and the timeline read it.
+-- numbers a GPU's steps by window start from 1, so the k-th step can be matched across GPUs.
+-- Materialised (CREATE TABLE) when the trace is opened: the step breakdown and the timeline
+-- read it. It keeps the step's counts of what it holds too (the step breakdown's), so the
+-- placement of every activity (the activity_step view) is computed once and not stored.
 --
 -- Reads: activity_step
 --
@@ -17,16 +19,23 @@
 --   start_ns       BIGINT    window start
 --   end_ns         BIGINT    window end
 --   activity_count BIGINT    activities the step holds on this GPU
+--   kernel_count   BIGINT    of those, kernels
+--   comm_kernel_count BIGINT  of those, communication kernels
+--   comm_sum_ns    BIGINT    their summed durations (each at least 0)
 CREATE TABLE step_window AS
 WITH windows AS (
     SELECT a.pid, a.device_id, a.range_id, any_value(a.label) AS name,
         any_value(a.label_index) AS step_index,
         min(a.start_ns) AS start_ns, max(greatest(a.end_ns, a.start_ns)) AS end_ns,
-        count(*) AS activity_count
+        count(*) AS activity_count,
+        count(*) FILTER (a.source = 'kernel') AS kernel_count,
+        count(*) FILTER (a.class = 'comm') AS comm_kernel_count,
+        coalesce(sum(greatest(a.end_ns - a.start_ns, 0)) FILTER (a.class = 'comm'), 0)::BIGINT
+            AS comm_sum_ns
     FROM activity_step AS a
     GROUP BY a.pid, a.device_id, a.range_id
 )
 SELECT pid, device_id, range_id, name, step_index,
     row_number() OVER (PARTITION BY pid, device_id ORDER BY start_ns, range_id) AS step_ordinal,
-    start_ns, end_ns, activity_count
+    start_ns, end_ns, activity_count, kernel_count, comm_kernel_count, comm_sum_ns
 FROM windows

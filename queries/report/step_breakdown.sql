@@ -8,7 +8,7 @@
 -- compute + exposed comm + exposed memcpy + graph opaque + idle = step_time_ns (graph
 -- opaque: CUDA graph launches traced as a whole, where no kernel or copy is known).
 --
--- Reads: activity_step, gpu_segment, step_window, step_window_bin
+-- Reads: gpu_segment, step_window, step_window_bin
 --
 -- Columns:
 --   pid                  BIGINT    process id
@@ -82,15 +82,6 @@ totals AS (
     FROM clipped
     WHERE part_ns > 0
     GROUP BY pid, device_id, range_id
-),
-launched AS (
-    SELECT a.pid, a.device_id, a.range_id,
-        count(*) FILTER (a.source = 'kernel') AS kernel_count,
-        count(*) FILTER (a.class = 'comm') AS comm_kernel_count,
-        coalesce(sum(greatest(a.end_ns - a.start_ns, 0)) FILTER (a.class = 'comm'), 0)
-            AS comm_sum_ns
-    FROM activity_step AS a
-    GROUP BY a.pid, a.device_id, a.range_id
 )
 SELECT
     w.pid,
@@ -107,7 +98,7 @@ SELECT
     t.gemm::BIGINT AS gemm_ns,
     t.attention::BIGINT AS attention_ns,
     t.comm::BIGINT AS comm_ns,
-    l.comm_sum_ns::BIGINT AS comm_sum_ns,
+    w.comm_sum_ns::BIGINT AS comm_sum_ns,
     t.exposed_comm::BIGINT AS exposed_comm_ns,
     (t.comm - t.exposed_comm)::BIGINT AS overlapped_comm_ns,
     CASE WHEN t.comm > 0 THEN 100.0 * (t.comm - t.exposed_comm) / t.comm END AS overlap_pct,
@@ -115,9 +106,8 @@ SELECT
     t.exposed_memcpy::BIGINT AS exposed_memcpy_ns,
     t.graph::BIGINT AS graph_ns,
     t.graph_opaque::BIGINT AS graph_opaque_ns,
-    l.kernel_count,
-    l.comm_kernel_count
+    w.kernel_count,
+    w.comm_kernel_count
 FROM step_window AS w
 JOIN totals AS t ON t.pid = w.pid AND t.device_id = w.device_id AND t.range_id = w.range_id
-JOIN launched AS l ON l.pid = w.pid AND l.device_id = w.device_id AND l.range_id = w.range_id
 ORDER BY w.pid, w.device_id, w.step_ordinal
