@@ -39,12 +39,20 @@ UNREADABLE = (
 T = TypeVar("T")
 
 
-def report_path(trace: Path, patterns: Patterns, options: tuple[Any, ...]) -> Path:
+def report_path(
+    trace: Path, patterns: Patterns, options: tuple[Any, ...], shared: tuple[Any, ...] = ()
+) -> Path:
     """The report file for this trace's cache key (code digest included) plus the model's
-    options and the path as given (the model records it)."""
+    options and the path as given (the model records it). `shared`: the options that a report
+    made with other display options must share to be made again from (cached_report's
+    `refresh`); they end the name, so such reports are found by it."""
     db = cache_path(trace, patterns)
     what = digest(repr(options), str(trace))
-    return db.with_name(f"{db.stem}-{what}{REPORT_SUFFIX}")
+    return db.with_name(f"{db.stem}-{what}-{_shared(trace, shared)}{REPORT_SUFFIX}")
+
+
+def _shared(trace: Path, shared: tuple[Any, ...]) -> str:
+    return digest(repr(shared), str(trace))
 
 
 class CachedReport(Generic[T]):
@@ -56,13 +64,21 @@ class CachedReport(Generic[T]):
     """
 
     def __init__(
-        self, path: Path, model_bytes: bytes, outputs: dict[str, Any], build: Callable[[], T]
+        self,
+        path: Path,
+        model_bytes: bytes,
+        outputs: dict[str, Any],
+        build: Callable[[], T],
+        pictures: dict[str, Any] | None = None,
     ) -> None:
         self.path = path
         self._model_bytes = model_bytes
         self._model: T | None = None
         self._build = build
         self.outputs = outputs
+        # A model made again from a report with other display options: that report's pictures
+        # (outputs["svg"]), which those drawn from the same inputs reuse.
+        self.pictures = pictures or {}
 
     @property
     def model(self) -> T:
@@ -83,27 +99,63 @@ class CachedReport(Generic[T]):
 
 
 def cached_report(
-    trace: Path, patterns: Patterns, options: tuple[Any, ...], build: Callable[[], T]
+    trace: Path,
+    patterns: Patterns,
+    options: tuple[Any, ...],
+    build: Callable[[], T],
+    shared: tuple[Any, ...] = (),
+    refresh: Callable[[T], T] | None = None,
 ) -> CachedReport[T]:
     """The report model of `trace` read from the cache, else `build()` and keep it there.
 
     `options` are the model's own options (top N, timeline step and range): each set of them
     gets its own file. A hit opens neither the trace's DuckDB cache nor the trace; an
     unreadable file is rebuilt; without room or permission for a file the model is not kept.
+    On a miss, a kept report of the same trace with the same `shared` options but other
+    display options is made again by `refresh(model)` where there is one (only what the
+    display options choose is queried again), else the model is built.
     """
     check_file(trace)  # a missing or unreadable trace fails the same way with or without a cache
-    target = report_path(trace, patterns, options)
+    target = report_path(trace, patterns, options, shared)
     stored = _read(target)
     if stored is not None:
         return CachedReport(target, stored["model"], stored["outputs"], build)
-    model = build()
+    sibling = _sibling(target, _shared(trace, shared)) if refresh is not None else None
+    if refresh is not None and sibling is not None:
+        model = refresh(sibling[0])
+        pictures = sibling[1]
+    else:
+        model, pictures = build(), {}
     cached: CachedReport[T] = CachedReport(
-        target, pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), {}, build
+        target, pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), {}, build, pictures
     )
     cached._model = model
     _write(target, cached._model_bytes, {})
     drop_older(target)
     return cached
+
+
+def _sibling(target: Path, shared: str) -> tuple[Any, dict[str, Any]] | None:
+    """The model and pictures of the newest readable report beside `target` that shares its
+    trace, code, patterns and `shared` options (its display options differ), else None."""
+    db_stem = "-".join(target.name.split("-")[:2])
+    others = [p for p in target.parent.glob(f"{db_stem}-*-{shared}{REPORT_SUFFIX}") if p != target]
+    for other in sorted(others, key=_mtime, reverse=True):
+        stored = _read(other)
+        if stored is None:
+            continue
+        try:
+            return pickle.loads(stored["model"]), stored["outputs"].get("svg", {})
+        except UNREADABLE:
+            continue
+    return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _read(target: Path) -> dict[str, Any] | None:

@@ -45,7 +45,12 @@ from nsysreport.sections.data_path import (
     narrowest,
     stage_rows,
 )
-from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, GpuReport, build_gpus
+from nsysreport.sections.gpu_breakdown import (
+    BREAKDOWN_FIELDS,
+    GpuReport,
+    build_gpus,
+    with_top_gaps,
+)
 from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
 from nsysreport.sections.kernels import KernelSummary, build_kernels
 from nsysreport.sections.layers import (
@@ -322,6 +327,30 @@ def build_report(
         communicators=comms,
         communicator_steps=comm_steps,
         communicator_layers=comm_layers,
+    )
+
+
+def with_display(
+    con: duckdb.DuckDBPyConnection,
+    report: Report,
+    top: int = 10,
+    timeline_step: str | None = None,
+    timeline_range: tuple[int | None, int | None] = (None, None),
+) -> Report:
+    """`report` (a one-file report built with other display options) with the parts that
+    --top, --timeline-step and --timeline-range choose made again from its loaded trace: each
+    GPU's longest gaps, the top kernels and the timeline. Everything else depends on the trace
+    and the patterns alone, so it equals build_report(con, path, top, ...) (tests/test_cache.py
+    checks that), and a run with another display option skips every other query."""
+    ranks = {
+        (pid, dev): (rank, host, name)
+        for pid, dev, rank, host, name in run_query(con, "gpu_rank").rows()
+    }
+    return replace(
+        report,
+        gpus=with_top_gaps(con, report.gpus, top),
+        top_kernels=build_kernels(con, top),
+        timeline=build_timeline(con, ranks, timeline_step, *timeline_range),
     )
 
 

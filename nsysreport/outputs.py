@@ -114,6 +114,12 @@ def one_trace(
         con = load_one(path, patterns, cache, progress)
         return model.build_report(con, path, top, step, window, facts=facts)
 
+    def refresh(kept: Report) -> Report:
+        # A report of this trace with other display options: only what they choose is new.
+        return model.with_display(
+            load_one(path, patterns, cache, progress), kept, top, step, window
+        )
+
     def trace_file(report: Report) -> str:
         # With the cache the loaded trace opens from its cache file, without loading again.
         con = load_one(path, patterns, cache, None)
@@ -128,14 +134,23 @@ def one_trace(
             return made
         progress("writing the Perfetto trace")
         return replace(made, perfetto_text=perfetto.trace_json(con, report, chosen))
-    cached = cached_report(path, patterns, model_options, build)
+    cached = cached_report(path, patterns, model_options, build, (facts,), refresh)
     new: dict[str, Any] = {}
     html_key = "html" if perfetto_href is None else "html_perfetto"
     page = cached.outputs.get(html_key)
     if page is None:
         progress("rendering")
         link = None if perfetto_href is None else PERFETTO_HREF
-        page = new[html_key] = render.render_html(cached.model, GENERATED_AT, perfetto_href=link)
+        # Kept with their digests: a report with other display options reuses the same ones.
+        svg = new["svg"] = render.keyed_pictures(
+            cached.model, cached.outputs.get("svg") or cached.pictures
+        )
+        page = new[html_key] = render.render_html(
+            cached.model,
+            GENERATED_AT,
+            svg={name: picture for name, (_, picture) in svg.items()},
+            perfetto_href=link,
+        )
     text = cached.outputs.get("json") if want_json else None
     if want_json and text is None:
         text = new["json"] = json_text(cached.model)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import pickle
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,24 +35,52 @@ def generated_now() -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+Drawing = tuple[Callable[..., str], tuple[Any, ...]]  # a chart function and its arguments
+
+
+def drawings(report: Report, overview: Overview | None = None) -> dict[str, Drawing]:
+    """The report's pictures, by name, as the chart function and the arguments that draw each;
+    a picture with nothing to show is absent. The arguments hold what the picture shows and
+    nothing a display option alone changes (each GPU's longest gaps: --top), so a picture
+    drawn from equal arguments is the same picture (keyed_pictures)."""
+    overview = overview or report.overview
+    gpus = tuple(replace(g, gaps=replace(g.gaps, top=())) for g in report.gpus)
+    out: dict[str, Drawing] = {}
+    if gpus:
+        out["breakdown"] = (charts.breakdown_chart, (gpus,))
+    if overview.what_if is not None:
+        out["what_if"] = (
+            charts.what_if_chart,
+            (overview.what_if.now_ns, overview.what_if.spans_ns),
+        )
+    if report.timeline is not None and report.timeline.gpus:
+        out["timeline"] = (charts.timeline_chart, (report.timeline,))
+    if report.steps:
+        out["steps"] = (charts.step_series_chart, (report.steps,))
+    if overview.layers is not None:
+        out["layers"] = (charts.layer_chart, (overview.layers.drawn, overview.layers.tiny))
+    if overview.gaps is not None:
+        out["gaps"] = (charts.gap_histogram_chart, ([g.gaps for g in gpus],))
+    return out
+
+
 def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]:
     """The report's pictures as inline SVG, by name; a picture with nothing to show is absent."""
-    overview = overview or report.overview
-    svg = {}
-    if report.gpus:
-        svg["breakdown"] = charts.breakdown_chart(report.gpus)
-    if overview.what_if is not None:
-        svg["what_if"] = charts.what_if_chart(overview.what_if.now_ns, overview.what_if.spans_ns)
-    if report.timeline is not None and report.timeline.gpus:
-        svg["timeline"] = charts.timeline_chart(report.timeline)
-    if report.steps:
-        svg["steps"] = charts.step_series_chart(report.steps)
-    if overview.layers is not None:
-        facts = overview.layers
-        svg["layers"] = charts.layer_chart(facts.drawn, layers_only=facts.tiny)
-    if overview.gaps is not None:
-        svg["gaps"] = charts.gap_histogram_chart([g.gaps for g in report.gpus])
-    return svg
+    return {name: draw(*args) for name, (draw, args) in drawings(report, overview).items()}
+
+
+def keyed_pictures(
+    report: Report, reuse: Mapping[str, tuple[str, str]]
+) -> dict[str, tuple[str, str]]:
+    """The report's pictures, each with a digest of its arguments: a picture in `reuse` (by
+    name, with its digest) drawn from the same arguments is taken as it is, not drawn again
+    (a report with another --top redraws none of them, and matplotlib is not imported)."""
+    out = {}
+    for name, (draw, args) in drawings(report).items():
+        key = hashlib.sha256(pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+        kept = reuse.get(name)
+        out[name] = kept if kept is not None and kept[0] == key else (key, draw(*args))
+    return out
 
 
 def render_html(

@@ -28,7 +28,7 @@ from nsysreport.model import Report, as_json, build_report
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
-from nsysreport.synth import Kernel, Scenario, write_trace
+from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
 from conftest import real_trace
 
@@ -512,3 +512,63 @@ def test_the_cache_keeps_each_parameterless_result_and_serves_it_unchanged(
     # Queries with parameters (display options) are computed on each run.
     with pytest.raises(duckdb.CatalogException):
         cached.table(RESULT_TABLE.format("kernel_top"))
+
+
+# Another display option (--top, --timeline-step): made again from a kept report.
+
+
+def stepped(tmp_path: Path) -> Path:
+    """Two steps of three kernels with gaps of 10, 20, 30 and 40 ns between them."""
+    kernels = [Kernel(s, s + 50, name) for s, name in ((0, GEMM), (60, GEMM), (130, NCCL))]
+    kernels += [Kernel(s, s + 50, name) for s, name in ((210, GEMM), (300, NCCL), (355, GEMM))]
+    nvtx = [NvtxRange(-5, 190, "step 1"), NvtxRange(200, 420, "step 2")]
+    return write_trace(Scenario(kernels=kernels, nvtx=nvtx), tmp_path / "stepped.sqlite")
+
+
+def report_texts(trace: Path, out: Path, *options: str) -> tuple[str, str]:
+    html, js = out.with_suffix(".html"), out.with_suffix(".json")
+    args = ["report", str(trace), "-o", str(html), "--json", str(js), *options]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return html.read_text(), js.read_text()
+
+
+def test_a_report_with_other_display_options_is_made_from_a_kept_one_as_a_fresh_one_is(
+    tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    trace = stepped(tmp_path)
+    report_texts(trace, tmp_path / "first", "--top", "3")
+    builds: list[int] = []
+    real = model.build_report
+    monkeypatch.setattr(model, "build_report", lambda *a, **k: builds.append(1) or real(*a, **k))
+    for i, options in enumerate((("--top", "1"), ("--top", "1", "--timeline-step", "2"))):
+        made = report_texts(trace, tmp_path / f"made{i}", *options)
+        assert builds == []  # made again from the kept report, not built
+        fresh = report_texts(trace, tmp_path / f"fresh{i}", *options, "--no-cache")
+        assert builds == [1]
+        builds.clear()
+        assert made == fresh
+    gaps = json.loads(made[1])["gpus"][0]["gaps"]["top"]
+    assert [g["duration_ns"] for g in gaps] == [40]  # the longest of the 4 gaps, with --top 1
+
+
+def test_pictures_drawn_from_the_same_inputs_are_not_drawn_again(
+    tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nsysreport import charts
+
+    trace = stepped(tmp_path)
+    report_texts(trace, tmp_path / "first", "--top", "3")
+    drawn: list[str] = []
+    for name in ("breakdown_chart", "timeline_chart", "step_series_chart", "gap_histogram_chart"):
+        real = getattr(charts, name)
+        monkeypatch.setattr(
+            charts,
+            name,
+            lambda *a, _real=real, _name=name, **k: drawn.append(_name) or _real(*a, **k),
+        )
+    report_texts(trace, tmp_path / "top", "--top", "1")
+    assert drawn == []  # --top changes no picture
+    report_texts(trace, tmp_path / "step", "--top", "1", "--timeline-step", "2")
+    assert drawn == ["timeline_chart"]

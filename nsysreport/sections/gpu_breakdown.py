@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
@@ -125,7 +125,7 @@ def build_gpus(
 ) -> tuple[GpuReport, ...]:
     summaries = {(r["pid"], r["device_id"]): r for r in run_query(con, "gap_summary").to_dicts()}
     histograms = group_by_gpu(run_query(con, "gap_histogram").to_dicts())
-    tops = group_by_gpu(run_query(con, "gap_top", {"top": top}).to_dicts())
+    tops = gap_tops(con, top)
     unplaced = {
         (r["pid"], r["device_id"]): r["no_layer_no_origin"]
         for r in run_query(con, "graph_layer_gap").to_dicts()
@@ -153,6 +153,34 @@ def build_gpus(
     return tuple(sorted(gpus, key=lambda g: (g.rank, g.pid, g.device_id)))
 
 
+def gap_tops(
+    con: duckdb.DuckDBPyConnection, top: int
+) -> dict[tuple[int, int], list[dict[str, Any]]]:
+    """The `top` longest gaps of each GPU, as gap_top.sql gives them."""
+    return group_by_gpu(run_query(con, "gap_top", {"top": top}).to_dicts())
+
+
+def with_top_gaps(
+    con: duckdb.DuckDBPyConnection, gpus: Sequence[GpuReport], top: int
+) -> tuple[GpuReport, ...]:
+    """`gpus` with their `top` longest gaps, all else as it is (the only part of a GPU's row
+    that --top changes)."""
+    tops = gap_tops(con, top)
+    first = {
+        (r["pid"], r["device_id"]): r["first_start_ns"]
+        for r in run_query(con, "gpu_breakdown").to_dicts()
+    }
+    return tuple(
+        replace(
+            g,
+            gaps=replace(
+                g.gaps, top=_gaps(tops.get((g.pid, g.device_id), []), first[(g.pid, g.device_id)])
+            ),
+        )
+        for g in gpus
+    )
+
+
 def group_by_gpu(rows: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
     grouped: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for r in rows:
@@ -167,7 +195,6 @@ def _gap_stats(
     first_start_ns: int,
 ) -> GapStats:
     summary = summary or {"gap_count": 0, "p50_ns": None, "p99_ns": None, "max_ns": None}
-    gap_fields = {f.name for f in dataclasses.fields(Gap)}
     return GapStats(
         count=summary["gap_count"],
         p50_ns=summary["p50_ns"],
@@ -175,11 +202,16 @@ def _gap_stats(
         max_ns=summary["max_ns"],
         histogram={h["bucket"]: h["gap_count"] for h in histogram},
         histogram_ns={h["bucket"]: h["gap_ns"] for h in histogram},
-        top=tuple(
-            Gap(
-                offset_ns=g["start_ns"] - first_start_ns,
-                **{k: v for k, v in g.items() if k in gap_fields},
-            )
-            for g in top
-        ),
+        top=_gaps(top, first_start_ns),
+    )
+
+
+def _gaps(rows: list[dict[str, Any]], first_start_ns: int) -> tuple[Gap, ...]:
+    gap_fields = {f.name for f in dataclasses.fields(Gap)}
+    return tuple(
+        Gap(
+            offset_ns=g["start_ns"] - first_start_ns,
+            **{k: v for k, v in g.items() if k in gap_fields},
+        )
+        for g in rows
     )
