@@ -3,7 +3,6 @@ several, from the report cache when the same report was made before."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -16,6 +15,7 @@ from typing import Any
 from nsysreport import model, perfetto, render
 from nsysreport.analysis import Progress, Window, analyse, load_one
 from nsysreport.cache import cached_report
+from nsysreport.json_indent import indented_blocks
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.user_facts import Facts
@@ -41,24 +41,16 @@ class Outputs:
     perfetto_text: str | None = None  # the --perfetto file's text, None unless asked for
 
 
-# The JSON is made in blocks of this many of the encoder's pieces (a key, a value, a line's
-# indent); a text is written this many characters at a time.
+# The JSON is made in blocks of about this many pieces (a key, a value, a line's indent); a
+# text is written this many characters at a time.
 JSON_BLOCK_PIECES = 8192
 WRITE_CHARS = 1 << 20
 
 
 def json_blocks(report: Report) -> Iterator[str]:
-    """The report's JSON, as json.dumps(indent=2) writes it, a block at a time. json.dumps
-    joins all the encoder's pieces at once: with an indent they are millions of small strings
-    (64 rank files: +270 MB for 38 MB of text, bench_ranks.py)."""
-    block = []
-    for piece in json.JSONEncoder(indent=2).iterencode(model.as_json(report)):
-        block.append(piece)
-        if len(block) == JSON_BLOCK_PIECES:
-            yield "".join(block)
-            block.clear()
-    block.append("\n")
-    yield "".join(block)
+    """The report's JSON, as json.dumps(indent=2) writes it, a block at a time
+    (nsysreport.json_indent: never held whole as millions of small pieces)."""
+    return indented_blocks(model.as_json(report), JSON_BLOCK_PIECES)
 
 
 def json_text(report: Report) -> str:

@@ -198,3 +198,25 @@ def test_the_json_made_and_written_a_block_at_a_time_is_json_dumps_text(
     assert len(whole) > 10 * outputs.WRITE_CHARS
     outputs.text_writer(whole)(tmp_path / "text.json")
     assert (tmp_path / "text.json").read_text() == whole
+
+
+def test_the_indented_json_is_json_dumps_text_for_every_kind_of_value() -> None:
+    from nsysreport.json_indent import indented_blocks
+
+    values: list[Any] = [
+        {},
+        [],
+        {"a": [], "b": {}, "c": [[], {}], "d": [[[[1, [2, {"e": None}]]]]]},
+        {7: "int key", 2.5: "float key", True: "bool key", False: "no", None: "none key"},
+        [float("nan"), float("inf"), -float("inf"), -0.0, 1e16, 1e-7, 0.1, 2**70, -3],
+        ["é", "\u2028", '"quoted"\\', "\x00", "plain"],
+        (True, False, None, (1, 2)),
+        {"rows": [{"x": i, "y": [i, {"z": i * 0.5}]} for i in range(50)]},
+    ]
+    for value in values:
+        whole = json.dumps(value, indent=2) + "\n"
+        for pieces in (1, 3, 8192):
+            assert "".join(indented_blocks(value, pieces)) == whole, (value, pieces)
+    assert len(list(indented_blocks(values[-1], 3))) > 40  # a block between the rows
+    with pytest.raises(TypeError, match="set is not JSON serializable"):
+        list(indented_blocks({"a": [{"b": {1}}]}, 3))
