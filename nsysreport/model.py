@@ -285,10 +285,7 @@ def build_report(
     meta = run_query(con, "trace_info").rows()  # no row: the export says nothing of itself
     trace = TraceInfo(str(trace_path), *(meta[0] if meta else (None,) * 6))
     file = trace_path.name
-    ranks = {
-        (pid, dev): (rank, host, name)
-        for pid, dev, rank, host, name in run_query(con, "gpu_rank").rows()
-    }
+    ranks = _ranks(con)
     gpus = build_gpus(con, file, ranks, top)
     steps, step_stats = build_steps(con, file, ranks)
     layers, layers_across = build_layers(con, file, ranks)
@@ -342,16 +339,20 @@ def with_display(
     GPU's longest gaps, the top kernels and the timeline. Everything else depends on the trace
     and the patterns alone, so it equals build_report(con, path, top, ...) (tests/test_cache.py
     checks that), and a run with another display option skips every other query."""
-    ranks = {
-        (pid, dev): (rank, host, name)
-        for pid, dev, rank, host, name in run_query(con, "gpu_rank").rows()
-    }
     return replace(
         report,
         gpus=with_top_gaps(con, report.gpus, top),
         top_kernels=build_kernels(con, top),
-        timeline=build_timeline(con, ranks, timeline_step, *timeline_range),
+        timeline=build_timeline(con, _ranks(con), timeline_step, *timeline_range),
     )
+
+
+def _ranks(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], tuple[Any, Any, Any]]:
+    """(pid, device_id) -> (rank, host, GPU name), from gpu_rank.sql."""
+    return {
+        (pid, dev): (rank, host, name)
+        for pid, dev, rank, host, name in run_query(con, "gpu_rank").rows()
+    }
 
 
 def with_comm_groups(report: Report, specs: Sequence[CommGroupSpec]) -> Report:
