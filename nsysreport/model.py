@@ -336,9 +336,10 @@ def with_display(
 ) -> Report:
     """`report` (a one-file report built with other display options) with the parts that
     --top, --timeline-step and --timeline-range choose made again from its loaded trace: each
-    GPU's longest gaps, the top kernels and the timeline. Everything else depends on the trace
-    and the patterns alone, so it equals build_report(con, path, top, ...) (tests/test_cache.py
-    checks that), and a run with another display option skips every other query."""
+    GPU's longest gaps, the top kernels and the timeline. Everything else depends on the trace,
+    the patterns and the user's facts alone, so it is what build_report(con, path, top, ...)
+    would build (tests/test_cache.py checks the pages and JSON against a fresh run's), and a
+    run with another display option skips every other query."""
     return replace(
         report,
         gpus=with_top_gaps(con, report.gpus, top),
