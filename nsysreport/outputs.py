@@ -12,12 +12,13 @@ from typing import Any
 
 # Modules, not their functions: a test replaces render.render_html and model.as_json to prove
 # that a warm run calls neither.
-from nsysreport import model, perfetto, render
+from nsysreport import model, perfetto, picture_worker, render
 from nsysreport.analysis import Progress, Window, analyse, load_one
 from nsysreport.cache import cached_report
 from nsysreport.json_indent import indented_blocks
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
+from nsysreport.picture_worker import PictureWorker
 from nsysreport.user_facts import Facts
 from nsysreport.writes import Output, Writer
 
@@ -102,7 +103,13 @@ def one_trace(
     top, step, window, facts = model_options
     chosen = step is not None or window != (None, None)  # the user picked the timeline window
 
+    worker: PictureWorker | None = None
+
     def build() -> Report:
+        # The model is made from scratch: its pictures will be drawn (a large trace's in a
+        # worker, started now so that its imports overlap the analysis).
+        nonlocal worker
+        worker = picture_worker.start(path)
         con = load_one(path, patterns, cache, progress)
         return model.build_report(con, path, top, step, window, facts=facts)
 
@@ -118,34 +125,42 @@ def one_trace(
         progress("writing the Perfetto trace")
         return perfetto.trace_json(con, report, chosen)
 
-    if not cache:
-        con = load_one(path, patterns, False, progress)
-        report = model.build_report(con, path, top, step, window, facts=facts)
-        made = _rendered(report, want_json, generated_at, progress, perfetto_href)
-        if perfetto_href is None:
-            return made
-        progress("writing the Perfetto trace")
-        return replace(made, perfetto_text=perfetto.trace_json(con, report, chosen))
-    cached = cached_report(path, patterns, model_options, build, (facts,), refresh)
-    new: dict[str, Any] = {}
-    html_key = "html" if perfetto_href is None else "html_perfetto"
-    page = cached.outputs.get(html_key)
-    if page is None:
-        progress("rendering")
-        link = None if perfetto_href is None else PERFETTO_HREF
-        # Kept with their digests: a report with other display options reuses the same ones.
-        svg = new["svg"] = render.keyed_pictures(
-            cached.model, cached.outputs.get("svg") or cached.pictures
-        )
-        page = new[html_key] = render.render_html(
-            cached.model,
-            GENERATED_AT,
-            svg={name: picture for name, (_, picture) in svg.items()},
-            perfetto_href=link,
-        )
-    text = cached.outputs.get("json") if want_json else None
-    if want_json and text is None:
-        text = new["json"] = json_text(cached.model)
+    try:
+        if not cache:
+            worker = picture_worker.start(path)
+            con = load_one(path, patterns, False, progress)
+            report = model.build_report(con, path, top, step, window, facts=facts)
+            made = _rendered(report, want_json, generated_at, progress, perfetto_href, worker)
+            if perfetto_href is None:
+                return made
+            progress("writing the Perfetto trace")
+            return replace(made, perfetto_text=perfetto.trace_json(con, report, chosen))
+        cached = cached_report(path, patterns, model_options, build, (facts,), refresh)
+        new: dict[str, Any] = {}
+        html_key = "html" if perfetto_href is None else "html_perfetto"
+        page = cached.outputs.get(html_key)
+        text = cached.outputs.get("json") if want_json else None
+        if page is None:
+            progress("rendering")
+            link = None if perfetto_href is None else PERFETTO_HREF
+            # Kept with their digests: a report with other display options reuses the same
+            # ones. Those to draw are drawn (by the worker) while the JSON is made.
+            drawn = render.start_keyed_pictures(
+                cached.model, cached.outputs.get("svg") or cached.pictures, worker
+            )
+            if want_json and text is None:
+                text = new["json"] = json_text(cached.model)
+            svg = new["svg"] = drawn()
+            page = new[html_key] = render.render_html(
+                cached.model,
+                GENERATED_AT,
+                svg={name: picture for name, (_, picture) in svg.items()},
+                perfetto_href=link,
+            )
+        if want_json and text is None:
+            text = new["json"] = json_text(cached.model)
+    finally:
+        picture_worker.stop(worker)
     trace_text = cached.outputs.get("perfetto") if perfetto_href is not None else None
     if perfetto_href is not None and trace_text is None:
         trace_text = new["perfetto"] = trace_file(cached.model)
@@ -182,11 +197,19 @@ def _rendered(
     generated_at: str,
     progress: Progress,
     perfetto_href: str | None = None,
+    worker: PictureWorker | None = None,
 ) -> Outputs:
-    """The outputs of a model built in this run (nothing kept)."""
+    """The outputs of a model built in this run (nothing kept). With a picture worker, the
+    JSON is made here while it draws (a text then, not blocks made as they are written)."""
     progress("rendering")
-    html = render.render_html(report, generated_at, perfetto_href=perfetto_href)
-    return Outputs(html, (lambda: json_blocks(report)) if want_json else None, lambda: report)
+    if worker is None:
+        html = render.render_html(report, generated_at, perfetto_href=perfetto_href)
+        return Outputs(html, (lambda: json_blocks(report)) if want_json else None, lambda: report)
+    drawn = render.start_keyed_pictures(report, {}, worker)
+    blocks = _whole(json_text(report)) if want_json else None
+    svg = {name: picture for name, (_, picture) in drawn().items()}
+    html = render.render_html(report, generated_at, svg=svg, perfetto_href=perfetto_href)
+    return Outputs(html, blocks, lambda: report)
 
 
 def _whole(text: str) -> Blocks:

@@ -9,9 +9,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from nsysreport import __version__, charts
+from nsysreport import __version__, charts, picture_worker
 from nsysreport.compare import (
     Comparison,
     collective_sentence,
@@ -24,6 +24,11 @@ from nsysreport.queries import resource_dir
 from nsysreport.sections.data_path import bound_rule
 from nsysreport.sections.overview import Overview
 from nsysreport.template_env import environment
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from nsysreport.picture_worker import PictureWorker
 
 PAPER_SIZES = ("a4", "letter")  # CSS page sizes; any letter case is accepted
 
@@ -75,12 +80,34 @@ def keyed_pictures(
     """The report's pictures, each with a digest of its arguments: a picture in `reuse` (by
     name, with its digest) drawn from the same arguments is taken as it is, not drawn again
     (a report with another --top redraws none of them, and matplotlib is not imported)."""
-    out = {}
-    for name, (draw, args) in drawings(report).items():
-        key = hashlib.sha256(pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    return start_keyed_pictures(report, reuse, None)()
+
+
+def start_keyed_pictures(
+    report: Report, reuse: Mapping[str, tuple[str, str]], worker: PictureWorker | None
+) -> Callable[[], dict[str, tuple[str, str]]]:
+    """keyed_pictures, with the pictures to draw handed to `worker` (when there is one) at
+    once; calling the result waits for them (nsysreport.picture_worker)."""
+    done: dict[str, tuple[str, str]] = {}
+    todo: dict[str, tuple[str, Drawing, bytes, Future[str] | None]] = {}
+    wanted = drawings(report)
+    for name, (draw, args) in wanted.items():
+        pickled = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        key = hashlib.sha256(pickled).hexdigest()
         kept = reuse.get(name)
-        out[name] = kept if kept is not None and kept[0] == key else (key, draw(*args))
-    return out
+        if kept is not None and kept[0] == key:
+            done[name] = kept
+        else:
+            future = worker.draw(draw, pickled) if worker else None
+            todo[name] = (key, (draw, args), pickled, future)
+
+    def finish() -> dict[str, tuple[str, str]]:
+        for name, (key, (draw, args), pickled, future) in todo.items():
+            picture = picture_worker.result(future, draw, pickled) if future else draw(*args)
+            done[name] = (key, picture)
+        return {name: done[name] for name in wanted}
+
+    return finish
 
 
 def render_html(
