@@ -11,8 +11,8 @@ rounds of: the sqlite3 floor (a count and sum over the kernel table), the report
 cold (empty caches; matplotlib's font list is built once, before the first run), warm
 (report cache), warm with another --top (the report cache misses, the trace cache hits),
 --no-cache, and, with --peer-python, nsys-ai 0.3.0's per-GPU report
-(benchmarks/peer_nsys_ai.py); medians, ratios to the floor and to the peer, peak RSS. With
---stages, in memory: loading, each derived table, each report query as the model runs it, the
+(benchmarks/peer_nsys_ai.py); medians, ratios to the floor and to the peer, peak RSS (and
+the picture worker's, nsysreport.picture_worker). With --stages, in memory: loading, each derived table, each report query as the model runs it, the
 model, HTML and JSON. Figures, not tests.
 """
 
@@ -191,8 +191,9 @@ def warm_matplotlib() -> None:
     subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], check=True, env=env)
 
 
-def end_to_end(path: Path, cache_home: Path, *extra: str) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of `nsysreport TRACE --json` in a fresh process."""
+def end_to_end(path: Path, cache_home: Path, *extra: str) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and the picture worker's peak RSS (MB; 0 without one,
+    nsysreport.picture_worker) of `nsysreport TRACE --json` in a fresh process."""
     out = Path(tempfile.gettempdir())
     cmd = [
         sys.executable,
@@ -207,7 +208,7 @@ def end_to_end(path: Path, cache_home: Path, *extra: str) -> tuple[float, float]
     result = json.loads(
         subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     )
-    return result["s"], result["rss_mb"]
+    return result["s"], result["rss_mb"], result["worker_mb"]
 
 
 RUN = """
@@ -219,7 +220,8 @@ try:
 except SystemExit as exc:
     assert not exc.code, exc.code
 print(json.dumps({"s": time.perf_counter() - t,
-                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
 """
 
 
@@ -258,9 +260,9 @@ def main() -> None:
         size = path.stat().st_size / 1e6
         label = f"{int(kernels) / 1e6:g}M kernels" + (f", emit_nvtx x{emit}" if emit else "")
         print(f"\n{label}: {path} ({size:.0f} MB, made/found in {time.perf_counter() - t:.0f} s)")
-        runs: dict[str, list[tuple[float, float]]] = {}
+        runs: dict[str, list[tuple[float, ...]]] = {}
         for _ in range(args.repeat):  # one round of every measurement, then the next round
-            runs.setdefault("floor", []).append((floor(path), 0.0))
+            runs.setdefault("floor", []).append((floor(path),))
             with tempfile.TemporaryDirectory() as home:
                 runs.setdefault("cold (builds the caches)", []).append(end_to_end(path, Path(home)))
                 runs.setdefault("warm (report cache)", []).append(end_to_end(path, Path(home)))
@@ -281,10 +283,12 @@ def main() -> None:
         for name, measured in runs.items():
             s = statistics.median(r[0] for r in measured)
             rss = max(r[1] for r in measured)
+            worker = max(r[2] if len(r) > 2 else 0.0 for r in measured)
+            also = f" (+ picture worker {worker:3.0f} MB)" if worker else ""
             vs = f"  peer/this {peer_s / s:4.1f}x" if peer_s and "nsys-ai" not in name else ""
             print(
                 f"  {name:<32} median {s:6.2f} s  x{s / base:5.1f} floor  "
-                f"peak RSS {rss:5.0f} MB{vs}"
+                f"peak RSS {rss:5.0f} MB{also}{vs}"
             )
         if args.stages:
             stages = [
