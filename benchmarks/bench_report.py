@@ -12,8 +12,9 @@ cold (empty caches; matplotlib's font list is built once, before the first run),
 (report cache), warm with another --top (the report cache misses, the trace cache hits),
 --no-cache, and, with --peer-python, nsys-ai 0.3.0's per-GPU report
 (benchmarks/peer_nsys_ai.py); medians, ratios to the floor and to the peer, peak RSS (and
-the picture worker's, nsysreport.picture_worker). With --stages, in memory: loading, each derived table, each report query as the model runs it, the
-model, HTML and JSON. Figures, not tests.
+the picture worker's, nsysreport.picture_worker). With --stages, in memory: loading, each
+derived table, each report query as the model runs it, the model, HTML and JSON. Figures, not
+tests.
 """
 
 from __future__ import annotations
