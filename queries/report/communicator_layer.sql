@@ -1,9 +1,9 @@
 -- communicator_layer: per GPU, layer and communication channel: the collectives a layer launched
 --
--- A kernel belongs to the layer range it was launched inside (activity_range, role `layer`;
--- every occurrence of the layer together); the others are under `(outside layers)`.
+-- A kernel belongs to the layer range it was launched inside (collective.layer: activity_range,
+-- role `layer`; every occurrence of the layer together); the others are under `(outside layers)`.
 --
--- Reads: activity_range, collective
+-- Reads: collective
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -12,10 +12,8 @@
 --   channel        VARCHAR   collective.channel
 --   count          BIGINT    kernels
 --   total_ns       BIGINT    sum of durations
-SELECT c.pid, c.device_id, coalesce(ar.label, '(outside layers)') AS layer, c.channel,
+SELECT c.pid, c.device_id, coalesce(c.layer, '(outside layers)') AS layer, c.channel,
     count(*) AS count, sum(c.duration_ns)::BIGINT AS total_ns
 FROM collective AS c
-LEFT JOIN activity_range AS ar
-    ON ar.source = 'kernel' AND ar.activity_id = c.kernel_id AND ar.role = 'layer'
 GROUP BY ALL
 ORDER BY c.pid, c.device_id, layer, c.channel

@@ -11,7 +11,7 @@
 -- NULL when no size is known, or n is and an op needs it. in_layer counts the kernels launched
 -- inside a layer range (the role heuristics of nsysreport.sections.communicators read it).
 --
--- Reads: activity_range, collective, comm_channel, grouped_island
+-- Reads: collective, comm_channel, grouped_island
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -36,7 +36,7 @@
 --   busbw_gbps     DOUBLE    bus bandwidth, GB/s, NULL when sizes or the group size are unknown
 --   in_layer       BIGINT    kernels launched inside a layer range
 WITH kernels AS (
-    SELECT c.*, ar.label AS layer,
+    SELECT c.*,
         c.message_bytes * CASE
             WHEN c.op = 'AllReduce' THEN 2.0 * (g.group_size - 1) / g.group_size
             WHEN c.op IN ('AllGather', 'ReduceScatter', 'AllToAll')
@@ -45,8 +45,6 @@ WITH kernels AS (
     FROM collective AS c
     JOIN comm_channel AS g
         ON g.pid = c.pid AND g.device_id = c.device_id AND g.channel = c.channel
-    LEFT JOIN activity_range AS ar
-        ON ar.source = 'kernel' AND ar.activity_id = c.kernel_id AND ar.role = 'layer'
 ),
 per_op AS (
     SELECT pid, device_id, channel, op, sum(duration_ns) AS op_ns

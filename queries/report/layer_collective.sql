@@ -1,11 +1,11 @@
 -- layer_collective: per GPU and collective op, how many of its calls run inside layer ranges
 -- and their mean message size (Megatron-style tensor parallelism: 2 all-reduces per layer)
 --
--- A call belongs to the innermost layer range containing its launch (activity_range), as in
+-- A call belongs to the innermost layer range containing its launch (collective.layer), as in
 -- layer_summary, whose layer occurrences nsysreport/sections/data_path.py divides by to get
 -- the calls per layer occurrence.
 --
--- Reads: activity_range, collective
+-- Reads: collective
 --
 -- Columns:
 --   pid          BIGINT    process id
@@ -17,7 +17,6 @@
 SELECT c.pid, c.device_id, c.op, count(*) AS in_layers, count(c.message_bytes) AS sized,
     avg(c.message_bytes) AS mean_bytes
 FROM collective AS c
-JOIN activity_range AS ar
-    ON ar.source = 'kernel' AND ar.activity_id = c.kernel_id AND ar.role = 'layer'
+WHERE c.layer IS NOT NULL
 GROUP BY c.pid, c.device_id, c.op
 ORDER BY c.pid, c.device_id, c.op
