@@ -109,7 +109,7 @@ def one_trace(
         # The model is made from scratch: its pictures will be drawn (a large trace's in a
         # worker, started now so that its imports overlap the analysis).
         nonlocal worker
-        worker = picture_worker.start(path)
+        worker = worker or picture_worker.start(path)
         con = load_one(path, patterns, cache, progress)
         return model.build_report(con, path, top, step, window, facts=facts)
 

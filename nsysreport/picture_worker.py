@@ -42,6 +42,7 @@ EXIT_WAIT_S = 5
 WORKER_ARGS = ("-m", "nsysreport.picture_worker")
 
 Draw = Callable[..., str]
+Job = tuple[Draw, bytes, "Future[str]"]  # a chart function, its pickled arguments, its picture
 LENGTH = struct.Struct("<Q")
 
 
@@ -64,7 +65,7 @@ class PictureWorker:
             stderr=subprocess.DEVNULL,
             env=env,
         )
-        self._jobs: queue.SimpleQueue[tuple[Draw, bytes, Future[str]] | None] = queue.SimpleQueue()
+        self._jobs: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._exchange, daemon=True)
         self._thread.start()
 
@@ -74,13 +75,16 @@ class PictureWorker:
         return future
 
     def close(self) -> None:
+        """Stop the worker: at once when it exits after its last picture, else (pictures left
+        to draw when the report failed or was interrupted) after EXIT_WAIT_S."""
         self._jobs.put(None)
-        self._thread.join()
+        self._thread.join(EXIT_WAIT_S)
         try:
-            self._process.wait(EXIT_WAIT_S)
+            self._process.wait(0 if self._thread.is_alive() else EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
             self._process.kill()
             self._process.wait()
+        self._thread.join()
 
     def _exchange(self) -> None:
         """Send each request and read its picture, in order, until close (or the worker fails:

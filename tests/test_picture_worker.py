@@ -108,3 +108,21 @@ def test_a_drawing_error_in_the_worker_is_raised_here_as_without_one() -> None:
         assert worker.draw(str, pickle.dumps((12,))).result(timeout=60) == "12"
     finally:
         worker.close()
+
+
+def test_closing_a_worker_with_pictures_left_stops_it_instead_of_waiting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A report that fails or is interrupted does not wait for the pictures it no longer needs."""
+    import pickle
+    import time
+
+    monkeypatch.setattr(picture_worker, "EXIT_WAIT_S", 1)
+    worker = picture_worker.PictureWorker()
+    assert worker.draw(str, pickle.dumps((1,))).result(timeout=60) == "1"  # it has started
+    stuck = worker.draw(time.sleep, pickle.dumps((600,)))  # ten minutes, in the worker
+    began = time.monotonic()
+    worker.close()
+    assert time.monotonic() - began < 60
+    with pytest.raises(EOFError):
+        stuck.result(timeout=0)
