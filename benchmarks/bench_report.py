@@ -277,7 +277,7 @@ def main() -> None:
                 runs.setdefault("nsys-ai 0.3.0 per-GPU report", []).append(
                     peer(args.peer_python, path)
                 )
-        base = statistics.median(s for s, _ in runs.pop("floor"))
+        base = statistics.median(r[0] for r in runs.pop("floor"))
         peer_runs = runs.get("nsys-ai 0.3.0 per-GPU report", [])
         peer_s = statistics.median(s for s, _ in peer_runs) if peer_runs else 0.0
         print(f"  {'sqlite3 floor':<32} median {base:6.2f} s")
