@@ -61,6 +61,11 @@ def test_a_worker_draws_the_pictures_of_the_report_drawn_here(
     here = report(trace, tmp_path / "here", "--no-cache")  # the trace is far below the size
     handed = draws_counted(monkeypatch)
     monkeypatch.setattr(picture_worker, "WORKER_MIN_BYTES", 0)
+
+    def not_here(*_: object) -> str:
+        raise AssertionError("drawn here, not by the worker")
+
+    monkeypatch.setattr(picture_worker, "_draw", not_here)  # the fallback, in this process
     there = report(trace, tmp_path / "there", *options)
     assert {"breakdown_chart", "timeline_chart", "step_series_chart"} <= set(handed)
     assert there == here
