@@ -140,25 +140,25 @@ def one_trace(
         html_key = "html" if perfetto_href is None else "html_perfetto"
         page = cached.outputs.get(html_key)
         text = cached.outputs.get("json") if want_json else None
+        drawn = None
         if page is None:
             progress("rendering")
-            link = None if perfetto_href is None else PERFETTO_HREF
             # Kept with their digests: a report with other display options reuses the same
             # ones. Those to draw are drawn (by the worker) while the JSON is made.
             drawn = render.start_keyed_pictures(
                 cached.model, cached.outputs.get("svg") or cached.pictures, worker
             )
-            if want_json and text is None:
-                text = new["json"] = json_text(cached.model)
+        if want_json and text is None:
+            text = new["json"] = json_text(cached.model)
+        if page is None:
+            assert drawn is not None  # started above, for the page that was not kept
             svg = new["svg"] = drawn()
             page = new[html_key] = render.render_html(
                 cached.model,
                 GENERATED_AT,
                 svg={name: picture for name, (_, picture) in svg.items()},
-                perfetto_href=link,
+                perfetto_href=None if perfetto_href is None else PERFETTO_HREF,
             )
-        if want_json and text is None:
-            text = new["json"] = json_text(cached.model)
     finally:
         picture_worker.stop(worker)
     trace_text = cached.outputs.get("perfetto") if perfetto_href is not None else None
