@@ -152,7 +152,7 @@ uncovered AS (
         unnest(time_bins(s.start_ns, s.end_ns, b.width)) AS bin
     FROM gpu_segment AS s
     JOIN bin AS b ON b.pid = s.pid AND b.device_id = s.device_id
-    WHERE s.pid = $pid AND s.device_id = $device_id AND s.n_compute = 0 AND s.n_all > 0
+    WHERE s.pid = $pid AND s.device_id = $device_id AND s.n_compute = 0 AND NOT s.idle
 ),
 probe_exposed AS (
     -- A piece's exposed time: its overlap with the segments that do not hide it, each pair

@@ -18,7 +18,7 @@ WITH buckets(bucket, lower_ns, upper_ns) AS (
         ('1-10ms', 1000000, 10000000), ('>=10ms', 10000000, NULL)
 ),
 gpus AS (SELECT DISTINCT pid, device_id FROM gpu_segment),
-gaps AS (SELECT pid, device_id, duration_ns FROM gpu_segment WHERE n_all = 0)
+gaps AS (SELECT pid, device_id, duration_ns FROM gpu_segment WHERE idle)
 SELECT
     g.pid,
     g.device_id,

@@ -23,7 +23,7 @@ stats AS (
         quantile_disc(duration_ns, 0.5) AS p50_ns, quantile_disc(duration_ns, 0.99) AS p99_ns,
         max(duration_ns) AS max_ns
     FROM gpu_segment
-    WHERE n_all = 0
+    WHERE idle
     GROUP BY pid, device_id
 )
 SELECT

@@ -56,7 +56,7 @@ gaps AS (
         ['kernel', 'memcpy', 'memset', 'graph'][(after_key % 4)::INTEGER + 1] AS after_source,
         after_key // 4 AS after_id
     FROM gpu_segment
-    WHERE n_all = 0 AND start_ns < $end_ns AND end_ns > $start_ns
+    WHERE idle AND start_ns < $end_ns AND end_ns > $start_ns
 ),
 ends AS (
     SELECT before_source AS source, before_id AS activity_id FROM gaps

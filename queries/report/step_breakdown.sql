@@ -41,7 +41,7 @@ busy AS NOT MATERIALIZED (
     SELECT s.*, b.width, s.start_ns // b.width AS first_bin, (s.end_ns - 1) // b.width AS last_bin
     FROM gpu_segment AS s
     JOIN width AS b ON b.pid = s.pid AND b.device_id = s.device_id
-    WHERE s.n_all > 0
+    WHERE NOT s.idle
 ),
 segment_bin AS (
     -- Each segment in the bins it spans: segments and windows (step_window_bin) meet in a

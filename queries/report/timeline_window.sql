@@ -33,11 +33,11 @@ WITH pieces AS (
     FROM activity
     WHERE end_ns > start_ns AND start_ns < $end_ns AND end_ns > $start_ns
     UNION ALL
-    SELECT CASE WHEN n_all = 0 THEN 'gap' ELSE 'exposed_comm' END, pid, device_id,
+    SELECT CASE WHEN idle THEN 'gap' ELSE 'exposed_comm' END, pid, device_id,
         NULL, NULL, NULL, NULL,
         greatest(start_ns, $start_ns), least(end_ns, $end_ns)
     FROM gpu_segment
-    WHERE (n_all = 0 OR (n_comm > 0 AND n_compute = 0))
+    WHERE (idle OR (n_comm > 0 AND n_compute = 0))
         AND start_ns < $end_ns AND end_ns > $start_ns
 ),
 ranked AS (
