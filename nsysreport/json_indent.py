@@ -11,7 +11,7 @@ enough pieces have gathered, so a large report is never held whole as millions o
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _string
 from typing import Any
 
@@ -24,6 +24,25 @@ def indented_blocks(value: Any, pieces: int) -> Iterator[str]:
     out: list[str] = []
     yield from _walk(value, 0, out, pieces)
     out.append("\n")
+    yield "".join(out)
+
+
+def object_blocks(items: Iterable[tuple[Any, Iterable[str]]]) -> Iterator[str]:
+    """An object's JSON text (indent 2, then a newline) from its keys and the text of each
+    value as value_blocks makes it (or kept from it): indented_blocks(dict(...)) unchanged."""
+    first = True
+    for key, text in items:
+        yield ("{" if first else ",") + "\n" + INDENT + _key(key) + ": "
+        yield from text
+        first = False
+    yield "{}\n" if first else "\n}\n"
+
+
+def value_blocks(value: Any, pieces: int) -> Iterator[str]:
+    """The JSON text of `value` as the value of a key of the outer object (object_blocks), in
+    blocks of about `pieces` pieces."""
+    out: list[str] = []
+    yield from _walk(value, 1, out, pieces)
     yield "".join(out)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -394,11 +394,19 @@ def with_role_sentence(
 
 def as_json(report: Report) -> dict[str, Any]:
     """The JSON contract of docs/metrics.md (schema_version 1), plus a few extra keys."""
+    return {key: make(report) for key, _, make in JSON_SECTIONS}
+
+
+def _gpus_json(report: Report) -> list[dict[str, Any]]:
     gpus = []
     for g in report.gpus:
         row = plain(g)
         row.update({f"{part.replace(' ', '_')}_pct": v for part, v in g.shares_pct.items()})
         gpus.append(row)
+    return gpus
+
+
+def _step_stats_json(report: Report) -> list[dict[str, Any]]:
     medians = {part: _median_shares(report, part) for part in BREAKDOWN_FIELDS}
     step_stats = []
     for x in report.step_stats:
@@ -408,47 +416,78 @@ def as_json(report: Report) -> dict[str, Any]:
         key = (x.file, x.pid, x.device_id)
         row["median_step_shares_pct"] = {part: medians[part].get(key) for part in medians}
         step_stats.append(row)
+    return step_stats
+
+
+def _kernels_json(report: Report) -> list[dict[str, Any]]:
     kernels = []
     for k in report.top_kernels:
         row = plain(k)
         row["class"] = row.pop("kernel_class")
         kernels.append(row)
+    return kernels
+
+
+def _stragglers_json(report: Report) -> dict[str, Any]:
     s = report.stragglers
-    narrow = report.narrowest_stage
-    return {
-        "schema_version": JSON_SCHEMA_VERSION,
-        "tool_version": report.tool_version,
-        "traces": [plain(t) for t in report.traces],
-        "gpus": gpus,
-        "steps": [plain(x) for x in report.steps],
-        "step_stats": step_stats,
-        "layers": [plain(x) for x in report.layers],
-        "collectives": _collective_rows(report),
-        "stragglers": {
-            "matched": s.matched,
-            "unmatched": list(s.unmatched),
-            "gpus": [plain(g) for g in s.gpus],
-        },
-        "bottleneck": plain(report.bottleneck),
-        "top_kernels": kernels,
-        "ranks": [plain(r) for r in report.ranks],
-        "alignment": _alignment(report.clocks),
-        "capture": None if report.capture is None else plain(report.capture),
-        # Rows left out ({"file", "source", "reason", "count"}) and every note on guesses.
-        "skipped": [
-            {k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped
-        ],
-        "data_quality": list(report.quality.notes(with_file=len(report.traces) > 1)),
-        "data_path": [plain(x) for x in report.data_path],
-        "data_path_verdict": None if narrow is None else plain(narrow),
-        "tp_structure": [plain(x) for x in report.tp_structure],
-        "gpu_metrics": [plain(m) for m in report.gpu_metrics],
-        "gpu_metrics_ignored": [plain(m) for m in report.gpu_metrics_ignored],
-        "communicators": [plain(c) for c in report.communicators],
-        "communicator_steps": [plain(c) for c in report.communicator_steps],
-        "communicator_layers": [plain(c) for c in report.communicator_layers],
-        "communicator_roles": [plain(x) for x in report.roles],
-    }
+    return {"matched": s.matched, "unmatched": list(s.unmatched), "gpus": plain(s.gpus)}
+
+
+def _skipped_json(report: Report) -> list[dict[str, Any]]:
+    # Rows left out ({"file", "source", "reason", "count"}).
+    return [{k: v for k, v in plain(i).items() if k != "kind"} for i in report.quality.skipped]
+
+
+def _rows(field: str) -> Callable[[Report], Any]:
+    """A section that is one field's rows, plain."""
+    return lambda report: plain(getattr(report, field))
+
+
+# The JSON's top-level keys in order: each with the Report fields its value is made from (what
+# it reads, also through the Report's properties; tests/test_model_json.py proves it against
+# reports whose other fields cannot be read) and what makes it. A report made again with other
+# display options (cache.cached_report's refresh) keeps the other fields' objects, so the text
+# of every key none of whose fields changed is the kept report's (outputs.json_sections).
+JSON_SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[[Report], Any]], ...] = (
+    ("schema_version", (), lambda report: JSON_SCHEMA_VERSION),
+    ("tool_version", ("tool_version",), _rows("tool_version")),
+    ("traces", ("traces",), _rows("traces")),
+    ("gpus", ("gpus",), _gpus_json),
+    ("steps", ("steps",), _rows("steps")),
+    ("step_stats", ("step_stats", "steps"), _step_stats_json),
+    ("layers", ("layers",), _rows("layers")),
+    ("collectives", ("collectives", "communicators"), lambda report: _collective_rows(report)),
+    ("stragglers", ("stragglers",), _stragglers_json),
+    ("bottleneck", ("bottleneck",), _rows("bottleneck")),
+    ("top_kernels", ("top_kernels",), _kernels_json),
+    ("ranks", ("ranks",), _rows("ranks")),
+    ("alignment", ("clocks",), lambda report: _alignment(report.clocks)),
+    ("capture", ("capture",), _rows("capture")),
+    ("skipped", ("quality",), _skipped_json),
+    # Every note on guesses.
+    (
+        "data_quality",
+        ("quality", "traces"),
+        lambda report: list(report.quality.notes(with_file=len(report.traces) > 1)),
+    ),
+    ("data_path", ("data_path",), _rows("data_path")),
+    (
+        "data_path_verdict",
+        ("data_path", "gpus", "gpu_metrics"),
+        lambda report: plain(report.narrowest_stage),
+    ),
+    ("tp_structure", ("tp_structure",), _rows("tp_structure")),
+    ("gpu_metrics", ("gpu_metrics",), _rows("gpu_metrics")),
+    ("gpu_metrics_ignored", ("gpu_metrics_ignored",), _rows("gpu_metrics_ignored")),
+    ("communicators", ("communicators",), _rows("communicators")),
+    ("communicator_steps", ("communicator_steps",), _rows("communicator_steps")),
+    ("communicator_layers", ("communicator_layers",), _rows("communicator_layers")),
+    (
+        "communicator_roles",
+        ("communicators", "communicator_steps", "steps", "gpus"),
+        lambda report: plain(report.roles),
+    ),
+)
 
 
 def _collective_rows(report: Report) -> list[dict[str, Any]]:

@@ -19,7 +19,7 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysreport import database, load, model, render, sqlite_copy, trace_cache
+from nsysreport import database, load, model, outputs, render, sqlite_copy, trace_cache
 from nsysreport.cache import cache_path, cached_report, report_path
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
@@ -286,7 +286,7 @@ def test_a_warm_cli_run_writes_the_kept_pages_with_its_own_time(
         texts.append(js.read_text())
         opening_no_database(monkeypatch, lambda *a, **k: pytest.fail("warm opened DuckDB"))
         monkeypatch.setattr(render, "render_html", lambda *a, **k: pytest.fail("warm rendered"))
-        monkeypatch.setattr(model, "as_json", lambda *a, **k: pytest.fail("warm encoded"))
+        monkeypatch.setattr(outputs, "json_sections", lambda *a, **k: pytest.fail("warm encoded"))
     assert "1970-01-01 00:00 UTC" in pages[0] and "1970-01-02" not in pages[0]
     assert pages[1] == pages[0].replace("1970-01-01 00:00 UTC", "1970-01-02 00:00 UTC")
     assert texts[1] == texts[0]
@@ -576,3 +576,44 @@ def test_pictures_drawn_from_the_same_inputs_are_not_drawn_again(
     assert drawn == []  # --top changes no picture
     report_texts(trace, tmp_path / "step", "--top", "1", "--timeline-step", "2")
     assert drawn == ["timeline_chart"]
+
+
+def test_a_report_with_another_top_encodes_only_the_json_keys_made_from_what_changed(
+    tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = stepped(tmp_path)
+    report_texts(trace, tmp_path / "first", "--top", "3")
+    made: list[str] = []
+    monkeypatch.setattr(
+        model,
+        "JSON_SECTIONS",
+        tuple(
+            (key, fields, lambda r, _key=key, _make=make: made.append(_key) or _make(r))
+            for key, fields, make in model.JSON_SECTIONS
+        ),
+    )
+    report_texts(trace, tmp_path / "top", "--top", "1")
+    # --top replaces the GPUs' rows (their longest gaps) and the top kernels; the keys made
+    # from those are encoded again, every other key's text is the kept report's.
+    assert made == ["gpus", "top_kernels", "data_path_verdict", "communicator_roles"]
+    made.clear()
+    report_texts(trace, tmp_path / "fresh", "--top", "1", "--no-cache")
+    assert made == [key for key, _, _ in model.JSON_SECTIONS]
+
+
+def test_a_report_model_pickled_as_calls_of_its_classes_reads_back_equal() -> None:
+    import pickletools
+
+    from nsysreport.cache import pickled_model
+
+    def state_set(data: bytes) -> bool:  # BUILD: an object's state set after it was made
+        return any(op.name == "BUILD" for op, _, _ in pickletools.genops(data))
+
+    for trace in sorted((Path(__file__).parents[1] / "sample_traces").glob("*.sqlite"))[:3]:
+        report = build_report(open_trace(trace), trace)
+        data = pickled_model(report)
+        back = pickle.loads(data)
+        assert back == report and as_json(back) == as_json(report)
+        # Every dataclass is made by its class's __init__ (a change of field order would fail
+        # above), none by __setstate__ as the standard pickle of a slots dataclass.
+        assert not state_set(data) and state_set(pickle.dumps(report, pickle.HIGHEST_PROTOCOL))

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
 from nsysreport.load import open_trace
-from nsysreport.model import JSON_SCHEMA_VERSION, Report, as_json, build_report
+from nsysreport.model import JSON_SCHEMA_VERSION, JSON_SECTIONS, Report, as_json, build_report
 from nsysreport.multi import build_multi_report
 from nsysreport.outputs import json_text
 from nsysreport.patterns import Patterns
@@ -25,6 +25,40 @@ SAMPLES = Path(__file__).parents[1] / "sample_traces"
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+
+
+class Unreadable:
+    """Stands for a Report field that a JSON key does not declare: any use of it fails."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"read .{name}")
+
+    def __iter__(self) -> Any:
+        raise AssertionError("iterated")
+
+    def __len__(self) -> int:
+        raise AssertionError("measured")
+
+    def __bool__(self) -> bool:
+        raise AssertionError("tested")
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("compared")
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def assert_json_keys_read_only_their_fields(report: Report) -> None:
+    """Each key of model.JSON_SECTIONS is made from the fields it names alone: with every
+    other field unreadable it is the same (a report with other display options reuses the
+    text of the keys whose fields it kept, outputs.json_sections)."""
+    data = as_json(report)
+    names = [f.name for f in dataclasses.fields(Report)]
+    assert [key for key, _, _ in JSON_SECTIONS] == list(data)
+    for key, fields, make in JSON_SECTIONS:
+        assert set(fields) <= set(names), key
+        blind = dataclasses.replace(report, **{n: Unreadable() for n in names if n not in fields})
+        assert make(blind) == data[key], key
 
 
 def round_trip(report: Report, tmp_path: Path) -> Report:
@@ -45,6 +79,7 @@ def test_every_sample_trace_comes_back_from_its_json_as_the_same_report(
     report = build_report(open_trace(trace), trace)
     back = round_trip(report, tmp_path)
     assert back.gpus and back.steps and back.layers_across  # the samples have all of it
+    assert_json_keys_read_only_their_fields(report)
     assert back.overview == report.overview  # so the report's key numbers are the same too
 
 
@@ -62,6 +97,7 @@ def test_a_pytorch_profiler_trace_comes_back_from_its_json(tmp_path: Path) -> No
     assert report.traces[0].is_kineto and report.gpus[0].exposed_comm_ns == 500
     back = round_trip(report, tmp_path)
     assert back.capture is not None and back.capture.kineto
+    assert_json_keys_read_only_their_fields(report)
 
 
 def rows_with_notes(path: Path, pid: int) -> Path:
@@ -114,6 +150,7 @@ def test_a_report_over_several_files_comes_back_with_ranks_clocks_and_each_file_
         "rank0.sqlite: 1 kernel with end before start: counted, with no time"
     )
     round_trip(report, tmp_path)
+    assert_json_keys_read_only_their_fields(report)
 
 
 def saved(tmp_path: Path, **changes: Any) -> Path:
@@ -201,7 +238,7 @@ def test_the_json_made_and_written_a_block_at_a_time_is_json_dumps_text(
 
 
 def test_the_indented_json_is_json_dumps_text_for_every_kind_of_value() -> None:
-    from nsysreport.json_indent import indented_blocks
+    from nsysreport.json_indent import indented_blocks, object_blocks, value_blocks
 
     values: list[Any] = [
         {},
@@ -217,6 +254,9 @@ def test_the_indented_json_is_json_dumps_text_for_every_kind_of_value() -> None:
         whole = json.dumps(value, indent=2) + "\n"
         for pieces in (1, 3, 8192):
             assert "".join(indented_blocks(value, pieces)) == whole, (value, pieces)
+            if isinstance(value, dict):  # made a key at a time, as the report cache keeps it
+                keys = ((k, value_blocks(v, pieces)) for k, v in value.items())
+                assert "".join(object_blocks(keys)) == whole, (value, pieces)
     assert len(list(indented_blocks(values[-1], 3))) > 40  # a block between the rows
     with pytest.raises(TypeError, match="set is not JSON serializable"):
         list(indented_blocks({"a": [{"b": {1}}]}, 3))

@@ -8,7 +8,7 @@
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
 -- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
 --
--- Reads: activity, activity_name, gpu_segment, launch, sync_call
+-- Reads: activity_name, gpu_segment, launch, sync_call
 --
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
@@ -62,11 +62,9 @@ ends AS (
     )
 ),
 named AS MATERIALIZED (
-    SELECT a.source, a.activity_id, a.global_pid, a.correlation_id, a.class,
-        n.name
+    SELECT n.source, n.activity_id, n.global_pid, n.correlation_id, n.class, n.name
     FROM ends AS e
-    JOIN activity AS a ON a.source = e.source AND a.activity_id = e.activity_id
-    LEFT JOIN activity_name AS n ON n.source = a.source AND n.activity_id = a.activity_id
+    JOIN activity_name AS n ON n.source = e.source AND n.activity_id = e.activity_id
 ),
 launched AS (
     -- The launches of those activities: the same few-rows list, hashed, not every launch.
