@@ -56,7 +56,7 @@ class _ModelPickler(pickle.Pickler):
 
 
 @functools.cache
-def _init_fields(cls: type) -> tuple[str, ...] | None:
+def _init_fields(cls: Any) -> tuple[str, ...] | None:
     """A dataclass's fields, when calling it on them positionally rebuilds it; else None."""
     if not dataclasses.is_dataclass(cls) or hasattr(cls, "__post_init__"):
         return None
