@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from nsysreport.compare import (
 )
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
+from nsysreport.pickling import pickled_model
 from nsysreport.queries import resource_dir
 from nsysreport.sections.data_path import bound_rule
 from nsysreport.sections.overview import Overview
@@ -92,7 +92,7 @@ def start_keyed_pictures(
     todo: dict[str, tuple[str, Drawing, bytes, Future[str] | None]] = {}
     wanted = drawings(report)
     for name, (draw, args) in wanted.items():
-        pickled = pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL)
+        pickled = pickled_model(args)  # 25k steps: 0.36 s (0.61 s by pickle.dumps)
         key = hashlib.sha256(pickled).hexdigest()
         kept = reuse.get(name)
         if kept is not None and kept[0] == key:

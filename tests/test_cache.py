@@ -604,7 +604,7 @@ def test_a_report_with_another_top_encodes_only_the_json_keys_made_from_what_cha
 def test_a_report_model_pickled_as_calls_of_its_classes_reads_back_equal() -> None:
     import pickletools
 
-    from nsysreport.cache import pickled_model
+    from nsysreport.pickling import pickled_model
 
     def state_set(data: bytes) -> bool:  # BUILD: an object's state set after it was made
         return any(op.name == "BUILD" for op, _, _ in pickletools.genops(data))
