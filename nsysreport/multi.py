@@ -88,7 +88,7 @@ class FilePart:
     instances: pl.DataFrame  # collective_instances: op, ordinal, pid, device_id, start_ns, end_ns
     comm_first: pl.DataFrame  # each stream channel's first instances, for comm_match
     middle: dict[str, Any] | None  # activity_middle's row, in the file's clock
-    kernel_totals: pl.DataFrame  # the kernel_gpu_total view: per GPU and kernel name
+    kernel_totals: pl.DataFrame  # the kernel_gpu_total table: per GPU and kernel name
 
 
 def analyse_file(job: FileJob) -> FilePart:
