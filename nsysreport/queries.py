@@ -156,6 +156,7 @@ def create_views(
     sizes = patterns.comm_bytes
     run_loader(con, "comm_bytes_option", {"ops": list(sizes), "sizes": list(sizes.values())})
     run_loader(con, "time_bin")
+    run_loader(con, "gpu_counter")
     gpus: list[tuple[int, int]] | None = None
     for view in view_files():
         began = time.perf_counter()

@@ -57,13 +57,28 @@ segment_bin AS (
 ),
 clipped AS (
     -- Each overlapping segment and window once: in the bin where their overlap starts.
-    SELECT w.pid, w.device_id, w.range_id, s.n_all, s.n_compute, s.n_gemm, s.n_attention,
-        s.n_comm, s.n_memcpy, s.n_graph,
+    SELECT w.pid, w.device_id, w.range_id, s.packed,
         least(s.end_ns, w.end_ns) - greatest(s.start_ns, w.start_ns) AS part_ns
     FROM segment_bin AS s
     JOIN step_window_bin AS w ON w.pid = s.pid AND w.device_id = s.device_id AND w.bin = s.bin
     WHERE s.start_ns < w.end_ns AND s.end_ns > w.start_ns
         AND s.bin = greatest(s.start_ns, w.start_ns) // s.width
+),
+states AS (
+    -- The time of each window in each state of the counters (a few per window), read apart
+    -- below: the parts' sums then run over those rows, not over every clipped segment (5M
+    -- kernels: 2.06 s -> 1.28 s).
+    SELECT pid, device_id, range_id, packed, sum(part_ns) AS part_ns
+    FROM clipped
+    WHERE part_ns > 0
+    GROUP BY pid, device_id, range_id, packed
+),
+counted AS (
+    SELECT pid, device_id, range_id, part_ns, n_all(packed) AS n_all,
+        n_compute(packed) AS n_compute, n_gemm(packed) AS n_gemm,
+        n_attention(packed) AS n_attention, n_comm(packed) AS n_comm,
+        n_memcpy(packed) AS n_memcpy, n_graph(packed) AS n_graph
+    FROM states
 ),
 totals AS (
     SELECT pid, device_id, range_id,
@@ -79,8 +94,7 @@ totals AS (
         coalesce(sum(part_ns) FILTER (n_graph > 0), 0) AS graph,
         coalesce(sum(part_ns) FILTER (
             n_graph > 0 AND n_compute = 0 AND n_comm = 0 AND n_memcpy = 0), 0) AS graph_opaque
-    FROM clipped
-    WHERE part_ns > 0
+    FROM counted
     GROUP BY pid, device_id, range_id
 )
 SELECT

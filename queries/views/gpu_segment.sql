@@ -30,20 +30,23 @@
 --   n_comm           BIGINT    communication kernels running
 --   n_memcpy         BIGINT    memcpys and memsets running
 --   n_graph          BIGINT    CUDA graph launches traced as a whole running
+--   packed           BIGINT    all those counters in one value (gpu_sweep's layout): equal
+--                              counters, equal values, so a query can group by it first
+--                              and, after, read the few groups apart (gpu_counter macros)
 --   before_key       BIGINT    activity whose event opens the segment: activity_id * 4 +
 --                              source (0 kernel, 1 memcpy, 2 memset, 3 graph)
 --   after_key        BIGINT    activity whose event closes the segment, encoded the same way
 CREATE VIEW gpu_segment AS
 SELECT pid, device_id, seq, start_ns, end_ns, end_ns - start_ns AS duration_ns,
     packed = 0 AS idle,
-    (packed & 1023) + ((packed >> 30) & 1023) + ((packed >> 40) & 1023)
-        + ((packed >> 50) & 1023) AS n_all,
-    packed & 1023 AS n_compute,
-    (packed >> 10) & 1023 AS n_gemm,
-    (packed >> 20) & 1023 AS n_attention,
-    (packed >> 30) & 1023 AS n_comm,
-    (packed >> 40) & 1023 AS n_memcpy,
-    (packed >> 50) & 1023 AS n_graph,
+    n_all(packed) AS n_all,
+    n_compute(packed) AS n_compute,
+    n_gemm(packed) AS n_gemm,
+    n_attention(packed) AS n_attention,
+    n_comm(packed) AS n_comm,
+    n_memcpy(packed) AS n_memcpy,
+    n_graph(packed) AS n_graph,
+    packed,
     before_key,
     after_key
 FROM gpu_sweep
