@@ -52,10 +52,10 @@ WRITE_CHARS = 1 << 20
 KeptJson = dict[str, str]
 
 
-def json_blocks(report: Report, previous: tuple[Report, Any] | None = None) -> Iterator[str]:
+def json_blocks(report: Report) -> Iterator[str]:
     """The report's JSON, as json.dumps(indent=2) writes it, a block at a time
     (nsysreport.json_indent: never held whole as millions of small pieces)."""
-    return object_blocks(json_sections(report, previous))
+    return object_blocks(json_sections(report))
 
 
 def json_sections(
