@@ -7,7 +7,8 @@ nsysreport.synth, where every GPU runs steps of 40 layers, each layer an NVTX ra
 GEMM/elementwise kernels and one all-reduce on a second stream (1M kernels: ~200k NVTX
 ranges); EMIT adds PyTorch emit_nvtx's load, EMIT nested op ranges with unique texts around
 every launch (5: 5.2M ranges at 1M kernels). Then, side by side in fresh processes, --repeat
-rounds of: the sqlite3 floor (a count and sum over the kernel table), the report end to end
+rounds of: the sqlite3 floor (a count and sum over the kernel table), sqlite3 reading every
+column the loaders copy (what no loader can go below), the report end to end
 cold (empty caches; matplotlib's font list is built once, before the first run), warm
 (report cache), warm with another --top (the report cache misses, the trace cache hits),
 --no-cache, and, with --peer-python, nsys-ai 0.3.0's per-GPU report
@@ -236,6 +237,28 @@ def floor(path: Path) -> float:
     return time.perf_counter() - t
 
 
+def read_floor(path: Path) -> float:
+    """sqlite3 reading every column the loaders copy (nsysreport.raw_tables), one table after
+    another: the part of a cold run no loader into another engine can go below."""
+    from nsysreport.raw_tables import RAW_TABLES
+    from nsysreport.trace_file import inspect_trace
+
+    present = inspect_trace(path).columns
+    reads = []
+    for table, columns in RAW_TABLES.items():
+        # total() of an integer column, length() of a text column: every value read, whole.
+        sums = [
+            f'total("{name}")' if type_ == "BIGINT" else f'total(length("{name}"))'
+            for name, type_, _ in columns
+            if name in present.get(table, ())
+        ]
+        if sums:
+            reads.append(f'SELECT count(*), {", ".join(sums)} FROM "{table}";')
+    t = time.perf_counter()
+    subprocess.run(["sqlite3", str(path), "\n".join(reads)], check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
 def peer(python: str, path: Path) -> tuple[float, float]:
     """nsys-ai's per-GPU report, cold, in a fresh process: wall seconds and peak RSS (MB)."""
     script = Path(__file__).with_name("peer_nsys_ai.py")
@@ -264,6 +287,7 @@ def main() -> None:
         runs: dict[str, list[tuple[float, ...]]] = {}
         for _ in range(args.repeat):  # one round of every measurement, then the next round
             runs.setdefault("floor", []).append((floor(path),))
+            runs.setdefault("read floor", []).append((read_floor(path),))
             with tempfile.TemporaryDirectory() as home:
                 runs.setdefault("cold (builds the caches)", []).append(end_to_end(path, Path(home)))
                 runs.setdefault("warm (report cache)", []).append(end_to_end(path, Path(home)))
@@ -278,9 +302,12 @@ def main() -> None:
                     peer(args.peer_python, path)
                 )
         base = statistics.median(r[0] for r in runs.pop("floor"))
+        read = statistics.median(r[0] for r in runs.pop("read floor"))
         peer_runs = runs.get("nsys-ai 0.3.0 per-GPU report", [])
         peer_s = statistics.median(s for s, _ in peer_runs) if peer_runs else 0.0
         print(f"  {'sqlite3 floor':<32} median {base:6.2f} s")
+        name = "sqlite3 reading what is loaded"
+        print(f"  {name:<32} median {read:6.2f} s  x{read / base:5.1f} floor")
         for name, measured in runs.items():
             s = statistics.median(r[0] for r in measured)
             rss = max(r[1] for r in measured)
