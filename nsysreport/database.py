@@ -45,10 +45,12 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
             # grouped_island), and the sort-based join is fast at every size.
             "asof_loop_join_threshold": 0,
             # Past this, sorts, joins and windows spill to temp_directory instead of growing
-            # (DuckDB's default is 80% of RAM). A cold 5M-kernel report (bench_report.py):
-            # 5.8 GB peak RSS by default; 2.3 GB at 2 GiB in 35.9 s, 1.5 GB at 1 GiB in 36.9 s
-            # (when grouped_island was built in one piece, 1 GiB took 1.7x as long). At 1M
-            # kernels 1 GiB costs nothing (cold 9.1 s either way, --no-cache 7.6 s / 7.4 s).
+            # (DuckDB's default is 80% of RAM); the process's peak RSS is about 0.4 GiB above
+            # it (Python, the query results, what DuckDB does not count). A 5M-kernel report
+            # (3 runs each): cold 21.0-23.1 s, 1258-1385 MiB peak at 1 GiB; 21.9-23.5 s,
+            # 1106-1187 MiB at 768 MiB; 26.4-26.7 s, 834-895 MiB at 512 MiB. --no-cache:
+            # 1448-1541 MiB at 1 GiB, 1193-1281 MiB at 768 MiB. At 1M kernels (emit_nvtx
+            # too) a report peaks at 440-490 MiB, below either limit.
             "memory_limit": _memory_limit(),
             # An in-memory database spills to ./.tmp by default: never beside the user's files.
             "temp_directory": str(spill),
@@ -59,12 +61,12 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
 
 
 def _memory_limit() -> str:
-    """DuckDB's memory limit: a quarter of RAM, at most 1 GiB and at least 256 MiB."""
+    """DuckDB's memory limit: a quarter of RAM, at most 768 MiB and at least 256 MiB."""
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume enough RAM
         ram = 4 << 30
-    return f"{min(max(ram // 4, 256 << 20), 1 << 30) >> 20}MiB"
+    return f"{min(max(ram // 4, 256 << 20), 768 << 20) >> 20}MiB"
 
 
 def load_into(
