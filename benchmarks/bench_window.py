@@ -87,11 +87,9 @@ def main() -> None:
     sums = []
     for _ in range(args.repeat):
         began = time.perf_counter()
-        table = (
-            con.execute(f"SELECT pid, device_id, delta FROM events ORDER BY pid, device_id, {KEYS}")
-            .arrow()
-            .read_all()
-        )
+        table = con.sql(
+            f"SELECT pid, device_id, delta FROM events ORDER BY pid, device_id, {KEYS}"
+        ).to_arrow_table()
         delta = table.column("delta").to_numpy()
         gpu = table.column("pid").to_numpy() * (1 << 32) + table.column("device_id").to_numpy()
         packed = np.cumsum(delta)
@@ -99,11 +97,11 @@ def main() -> None:
         packed -= np.repeat(packed[firsts] - delta[firsts], np.diff(np.r_[firsts, len(gpu)]))
         sums.append(time.perf_counter() - began)
     rows.append(("ORDER BY to Arrow, then numpy's cumsum", min(sums)))
-    by_window = con.execute(
+    by_window = con.sql(
         f"SELECT sum(delta) OVER ({window})::BIGINT AS p FROM events "
         f"ORDER BY pid, device_id, {KEYS}"
     )
-    same = np.array_equal(by_window.arrow().read_all().column("p").to_numpy(), packed)
+    same = np.array_equal(by_window.to_arrow_table().column("p").to_numpy(), packed)
     print(
         f"{args.events:,} events, {args.gpus} GPUs, DuckDB {duckdb.__version__}, "
         f"best of {args.repeat}:"

@@ -263,7 +263,7 @@ def keep_results(con: duckdb.DuckDBPyConnection) -> None:
 
     for query in query_files():
         if not query.params and query.name not in UNKEPT:
-            table = con.execute(query.sql).arrow().read_all()
+            table = con.sql(query.sql).to_arrow_table()
             table = table.append_column(RESULT_ROW, pa.array(range(table.num_rows), pa.int64()))
             con.from_arrow(table).create(RESULT_TABLE.format(query.name))
 
