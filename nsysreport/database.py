@@ -49,8 +49,9 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
             # it (Python, the query results, what DuckDB does not count). A 5M-kernel report
             # (3 runs each): cold 21.0-23.1 s, 1258-1385 MiB peak at 1 GiB; 21.9-23.5 s,
             # 1106-1187 MiB at 768 MiB; 26.4-26.7 s, 834-895 MiB at 512 MiB. --no-cache:
-            # 1448-1541 MiB at 1 GiB, 1193-1281 MiB at 768 MiB. At 1M kernels (emit_nvtx
-            # too) a report peaks at 440-490 MiB, below either limit.
+            # 1448-1541 MiB at 1 GiB, 1193-1281 MiB at 768 MiB; in memory the loaded tables
+            # count against the limit, and grouped_island spills: 5.3-5.4 s -> 6.6-6.8 s. At
+            # 1M kernels (emit_nvtx too) a report peaks at 440-490 MiB, below either limit.
             "memory_limit": _memory_limit(),
             # An in-memory database spills to ./.tmp by default: never beside the user's files.
             "temp_directory": str(spill),
