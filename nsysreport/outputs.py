@@ -143,7 +143,7 @@ def one_trace(
         # The model is made from scratch: its pictures will be drawn (a large trace's in a
         # worker, started now so that its imports overlap the analysis).
         nonlocal worker
-        worker = worker or picture_worker.start(path)
+        worker = worker or picture_worker.start([path])
         con = load_one(path, patterns, cache, progress)
         return model.build_report(con, path, top, step, window, facts=facts)
 
@@ -161,7 +161,7 @@ def one_trace(
 
     try:
         if not cache:
-            worker = picture_worker.start(path)
+            worker = picture_worker.start([path])
             con = load_one(path, patterns, False, progress)
             report = model.build_report(con, path, top, step, window, facts=facts)
             made = _rendered(report, want_json, generated_at, progress, perfetto_href, worker)
@@ -221,10 +221,16 @@ def several_traces(
 ) -> Outputs:
     """One report over several traces (nsysreport.multi); `run_options`: jobs, scheduler, align."""
     top, step, window, facts = model_options
-    report = analyse(
-        paths, patterns, top, step, window, cache, progress=progress, facts=facts, **run_options
-    )
-    return _rendered(report, want_json, generated_at, progress)
+    # Started now, so that its imports overlap the analysis (as for one large trace): it
+    # draws while this process makes the JSON, after the files' workers are done.
+    worker = picture_worker.start(paths)
+    try:
+        report = analyse(
+            paths, patterns, top, step, window, cache, progress=progress, facts=facts, **run_options
+        )
+        return _rendered(report, want_json, generated_at, progress, worker=worker)
+    finally:
+        picture_worker.stop(worker)
 
 
 def _rendered(

@@ -27,7 +27,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextlib import suppress
 from pathlib import Path
@@ -110,11 +110,12 @@ class PictureWorker:
             stdin.close()
 
 
-def start(trace: Path) -> PictureWorker | None:
-    """A worker for the report of `trace` when it is large enough to gain from one; None when
-    it is small or no process can be started (the pictures are then drawn here)."""
+def start(traces: Sequence[Path]) -> PictureWorker | None:
+    """A worker for the report of `traces` when they are large enough together to gain from
+    one; None when they are small or no process can be started (the pictures are then drawn
+    here)."""
     try:
-        if trace.stat().st_size < WORKER_MIN_BYTES:
+        if sum(trace.stat().st_size for trace in traces) < WORKER_MIN_BYTES:
             return None
         return PictureWorker()
     except (OSError, ValueError, subprocess.SubprocessError):

@@ -27,10 +27,11 @@ def trace(tmp_path: Path) -> Path:
     return write_trace(Scenario(kernels=kernels, nvtx=nvtx), tmp_path / "t.sqlite")
 
 
-def report(trace: Path, out: Path, *options: str) -> tuple[str, str]:
+def report(trace: Path | list[Path], out: Path, *options: str) -> tuple[str, str]:
     html, js = out.with_suffix(".html"), out.with_suffix(".json")
+    traces = [str(t) for t in (trace if isinstance(trace, list) else [trace])]
     result = CliRunner().invoke(
-        app, ["report", str(trace), "-o", str(html), "--json", str(js), *options]
+        app, ["report", *traces, "-o", str(html), "--json", str(js), *options]
     )
     assert result.exit_code == 0, result.output
     return html.read_text(), js.read_text()
@@ -77,7 +78,24 @@ def test_a_small_trace_starts_no_worker(
     handed = draws_counted(monkeypatch)
     report(trace, tmp_path / "r")
     assert handed == []
-    assert picture_worker.start(trace) is None
+    assert picture_worker.start([trace]) is None
+    assert picture_worker.start([trace, trace]) is None  # together, still far below the size
+
+
+def test_a_worker_draws_the_pictures_of_a_report_over_several_files(
+    trace: Path, tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Several traces large enough together: their merged report's pictures go to the worker,
+    and the report is the one drawn here."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(trace.read_bytes())
+    here = report([trace, other], tmp_path / "here", "--no-cache")
+    handed = draws_counted(monkeypatch)
+    monkeypatch.setattr(picture_worker, "WORKER_MIN_BYTES", 2 * trace.stat().st_size)
+    there = report([trace, other], tmp_path / "there", "--no-cache")
+    assert {"breakdown_chart", "timeline_chart", "step_series_chart"} <= set(handed)
+    assert there == here
 
 
 @pytest.mark.parametrize(
