@@ -120,6 +120,51 @@ def test_comm_on_the_compute_stream_is_fully_exposed_in_its_layer(write_and_open
     assert (row["layer"], row["comm_ns"], row["exposed_comm_ns"]) == ("layers.3", 60, 60)
 
 
+def test_layer_unions_are_the_same_whether_its_kernels_overlap_on_two_streams_or_queue_on_one(
+    write_and_open: Any,
+) -> None:
+    # The same work on two GPUs. GPU 0 runs layer 0's two GEMMs [100,200) and [150,260) and its
+    # two all-reduces [300,400) and [350,420) on two streams each, so they overlap (grouped_island
+    # takes each group's union by its start-order pass); GPU 1 queues them on one stream,
+    # [100,200) [200,260) and [300,400) [400,420), touching, not overlapping (each interval is
+    # a piece of its union as it is). Either way layer 0's compute union is 160 and its comm
+    # union 120, of which layer 1's GEMM [390,410) hides 20: 100 exposed.
+    def on(device: int, start: int, end: int, name: str, stream: int, launch: int) -> Kernel:
+        return Kernel(start, end, name, device=device, stream=stream, launch=(launch, launch + 1))
+
+    kernels = []
+    for device, (second_gemm, second_comm) in enumerate(
+        [((150, 260), (350, 420)), ((200, 260), (400, 420))]
+    ):
+        spread = 1 - device  # GPU 0: a second stream for the second of each pair
+        kernels += [
+            on(device, 100, 200, GEMM, 7, 10),
+            on(device, *second_gemm, GEMM, 7 + spread, 12),
+            on(device, 300, 400, ALLREDUCE, 31, 14),
+            on(device, *second_comm, ALLREDUCE, 31 + spread, 16),
+            on(device, 390, 410, GEMM, 7, 60),
+        ]
+    con = write_and_open(
+        Scenario(
+            kernels=kernels,
+            nvtx=[NvtxRange(0, 50, "model.layers.0"), NvtxRange(50, 100, "model.layers.1")],
+        )
+    )
+    rows = run_query(con, "layer_summary").to_dicts()
+    layers = {(r["device_id"], r["layer"]): r for r in rows}
+    assert len(rows) == 4
+    for device in (0, 1):
+        l0, l1 = layers[device, "model.layers.0"], layers[device, "model.layers.1"]
+        assert (l0["kernel_count"], l0["compute_ns"], l0["gemm_ns"]) == (4, 160, 160)
+        assert (l0["comm_ns"], l0["exposed_comm_ns"]) == (120, 100)
+        assert (l1["kernel_count"], l1["compute_ns"], l1["comm_ns"]) == (1, 20, 0)
+    ops = run_query(con, "collective_summary").to_dicts()
+    assert {(r["device_id"], r["op"], r["exposed_ns"]) for r in ops} == {
+        (0, "AllReduce", 100),
+        (1, "AllReduce", 100),
+    }
+
+
 def test_kernels_outside_every_layer_are_reported_as_outside_layers(write_and_open: Any) -> None:
     scenario = Scenario(
         kernels=[Kernel(100, 200, GEMM, launch=(20, 21)), Kernel(300, 400, GEMM, launch=(80, 81))],
