@@ -179,8 +179,10 @@ def one_trace(
             progress("rendering")
             # Kept with their digests: a report with other display options reuses the same
             # ones. Those to draw are drawn (by the worker) while the JSON is made.
+            kept_svg = cached.outputs.get("svg")
+            made_from = None if kept_svg or cached.previous is None else cached.previous[0]
             drawn = render.start_keyed_pictures(
-                cached.model, cached.outputs.get("svg") or cached.pictures, worker
+                cached.model, kept_svg or cached.pictures, worker, made_from
             )
         if want_json and text is None:
             previous = cached.previous  # made from it: its unchanged keys' text is reused

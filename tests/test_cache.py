@@ -578,6 +578,30 @@ def test_pictures_drawn_from_the_same_inputs_are_not_drawn_again(
     assert drawn == ["timeline_chart"]
 
 
+def test_a_picture_drawn_from_the_kept_report_s_own_objects_is_not_digested_again(
+    tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from nsysreport import render
+    from nsysreport.sections.steps import StepReport
+
+    trace = stepped(tmp_path)
+    report_texts(trace, tmp_path / "first", "--top", "3")
+    digested: list[tuple[Any, ...]] = []
+    real = render.pickled_model
+    monkeypatch.setattr(render, "pickled_model", lambda args: digested.append(args) or real(args))
+    report_texts(trace, tmp_path / "top", "--top", "1")
+
+    def shows_steps(args: tuple[Any, ...]) -> bool:
+        return any(isinstance(a, tuple) and a and isinstance(a[0], StepReport) for a in args)
+
+    # --top keeps the steps (the same objects as the kept report's): their picture is taken
+    # as kept, undigested; the timeline is queried again, so its new objects are digested.
+    assert digested and not any(map(shows_steps, digested))
+    digested.clear()
+    report_texts(trace, tmp_path / "again", "--top", "2")  # made from the --top 1 report
+    assert digested and not any(map(shows_steps, digested))
+
+
 def test_a_report_with_another_top_encodes_only_the_json_keys_made_from_what_changed(
     tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
