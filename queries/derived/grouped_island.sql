@@ -16,12 +16,12 @@
 -- somewhere on the GPU (two of its class running in one gpu_sweep segment): where they never
 -- do, each interval is a piece as it is, with no sort (one compute stream and one NCCL stream,
 -- as in most traces: 5M kernels, 6.9 -> 5.7 s, the same rows).
--- exposed_ns is the piece minus the union of all compute on the GPU (for copies: of all compute and
--- comm, as exposed memcpy in docs/metrics.md), whoever launched it: the sum of the piece's overlaps
--- with the gpu_segment rows where none of that runs. Grouping `comm` keeps every piece
+-- exposed_ns is the piece minus the union of all compute on the GPU (for copies: of all compute
+-- and comm, as exposed memcpy in docs/metrics.md), whoever launched it: the sum of the piece's
+-- overlaps with the gpu_segment rows where none of that runs. Grouping `comm` keeps every piece
 -- (communicator_step counts each in the step it starts in); the others are only ever summed, so
--- they keep one row per group and part: its first piece's start, its last piece's end, and the sums
--- (5M kernels: 1M rows written, not 9M).
+-- they keep one row per group and part: its first piece's start, its last piece's end, and the
+-- sums (5M kernels: 1M rows written, not 9M).
 --
 -- Built one GPU at a time ($pid, $device_id; nsysreport.queries runs it for each GPU and
 -- appends the rows): every union and window here is within one GPU, so its sorts hold one
