@@ -13,7 +13,7 @@
 -- interval of the group: [max(start, reach so far), end), when not empty. Those pieces are
 -- disjoint and together make the union, so sums of duration_ns are union lengths (one window
 -- pass, no island numbering). That pass is needed only for a part whose activities overlap
--- somewhere on the GPU (two of its class running in one gpu_sweep segment): where they never
+-- somewhere on the GPU (two of its class running in one gpu_segment): where they never
 -- do, each interval is a piece as it is, with no sort (one compute stream and one NCCL stream,
 -- as in most traces: 5M kernels, 6.9 -> 5.7 s, the same rows).
 -- exposed_ns is the piece minus the union of all compute on the GPU (for copies: of all compute
@@ -27,7 +27,7 @@
 -- appends the rows): every union and window here is within one GPU, so its sorts hold one
 -- GPU's rows, not the whole trace's.
 --
--- Reads: activity, activity_range, collective, gpu_segment, gpu_sweep, kernel, memcpy
+-- Reads: activity, activity_range, collective, gpu_segment, kernel, memcpy
 --
 -- Params:
 --   $pid         BIGINT   -   the GPU's process id
@@ -96,14 +96,14 @@ keyed AS (
 ),
 overlapping AS (
     -- The parts (compute, gemm, comm, memcpy) of which two activities run at once somewhere on
-    -- this GPU: the most of their class that gpu_sweep's segments count, above one. gpu_sweep
+    -- this GPU: the most of their class that its segments count, above one. gpu_segment
     -- counts every activity a part's groups take (grouped by layer, op, channel or stage), so
     -- elsewhere no two intervals of one group overlap: each is a piece of its union as it is.
     SELECT p.part_id
     FROM (
-        SELECT max(n_compute(packed)) AS compute, max(n_gemm(packed)) AS gemm,
-            max(n_comm(packed)) AS comm, max(n_memcpy(packed)) AS memcpy
-        FROM gpu_sweep
+        SELECT max(n_compute) AS compute, max(n_gemm) AS gemm, max(n_comm) AS comm,
+            max(n_memcpy) AS memcpy
+        FROM gpu_segment
         WHERE pid = $pid AND device_id = $device_id
     ) AS m
     CROSS JOIN (VALUES (0), (1), (2), (3)) AS p(part_id)
