@@ -123,8 +123,9 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
 def layer_exposed_comm(path: Path, layer_pattern: str) -> dict[tuple[int, int, str], int]:
     """(pid, device, layer) -> layer comm union minus all compute, by plain Python loops.
 
-    A kernel's layer is the innermost (latest-starting) range matching `layer_pattern` that
-    contains its launch call on the launching thread; the layer is the matched text.
+    A kernel's layer is the innermost (latest-starting, then first-ending) range matching
+    `layer_pattern` that contains its launch call on the launching thread; the layer is the
+    matched text.
     """
     con = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
     names = dict(con.execute("SELECT id, value FROM StringIds"))
@@ -161,8 +162,8 @@ def layer_exposed_comm(path: Path, layer_pattern: str) -> dict[tuple[int, int, s
         if launch is not None:
             tid, l_start, l_end = launch
             inside = [r for r in ranges[tid] if r[0] <= l_start and l_end <= r[1]]
-            if inside:
-                layer = max(inside, key=lambda r: r[0])[2]
+            if inside:  # the latest start; of those starting together, the first to end
+                layer = max(inside, key=lambda r: (r[0], -r[1]))[2]
         comm[(pid, dev, layer)].append((start, end))
     con.close()
     return {

@@ -533,3 +533,27 @@ def test_a_range_of_no_length_holds_no_launch(write_and_open: Any) -> None:
         )
     )
     assert set(layers_of(con)) == {"(outside layers)"}
+
+
+@pytest.mark.parametrize("outer_first", [True, False])
+def test_of_two_ranges_pushed_at_one_instant_the_shorter_is_inner_in_either_file_order(
+    write_and_open: Any, outer_first: bool
+) -> None:
+    # model.layers.1 [0,500) nests inside model.layers.0 [0,1000): both pushed at 0 (one clock
+    # tick, or a kineto trace's microsecond). A launch at 100 is in layers.1, the innermost;
+    # one at 600 in layers.0 alone, which is still open. The file may list either first.
+    ranges = [NvtxRange(0, 1000, "model.layers.0"), NvtxRange(0, 500, "model.layers.1")]
+    con = write_and_open(
+        Scenario(
+            kernels=[
+                Kernel(1000, 1100, GEMM, launch=(100, 101)),
+                Kernel(1200, 1230, GEMM, launch=(600, 601)),
+            ],
+            nvtx=ranges if outer_first else ranges[::-1],
+        )
+    )
+    layers = layers_of(con)
+    assert {name: row["compute_ns"] for name, row in layers.items()} == {
+        "model.layers.0": 30,
+        "model.layers.1": 100,
+    }

@@ -46,15 +46,19 @@ ranges AS (
 ),
 edges AS (
     -- +1 at a range start, -1 at its end. At one instant ends come first (a range may end
-    -- where the next begins), then starts in range_id order.
-    SELECT global_tid, role, start_ns AS t, 1 AS d, range_id FROM ranges
+    -- where the next begins), then starts, outer before inner: the one that ends later first
+    -- (ranges pushed in one clock tick share a start; a kineto trace's microseconds often do),
+    -- whatever order the file lists them in; ends inner first alike. Then range_id.
+    SELECT global_tid, role, start_ns AS t, 1 AS d, -end_ns AS nesting, range_id FROM ranges
     UNION ALL
-    SELECT global_tid, role, end_ns, -1, range_id FROM ranges
+    SELECT global_tid, role, end_ns, -1, -start_ns, range_id FROM ranges
 ),
 swept AS (
     SELECT *, sum(d) OVER w AS depth, lead(t) OVER w AS next_t
     FROM edges
-    WINDOW w AS (PARTITION BY global_tid, role ORDER BY t, d, range_id ROWS UNBOUNDED PRECEDING)
+    WINDOW w AS (
+        PARTITION BY global_tid, role ORDER BY t, d, nesting, range_id ROWS UNBOUNDED PRECEDING
+    )
 ),
 starts AS (SELECT global_tid, role, t, depth, range_id FROM swept WHERE d = 1),
 held AS (
