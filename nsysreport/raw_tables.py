@@ -155,12 +155,24 @@ GPU_TABLES = (
 )
 
 
+# Each raw table's first column, not one of nsys's: the row's place in the trace, its rowid in
+# the SQLite file (a PyTorch profiler trace: its event's index in traceEvents). The views' ids
+# (kernel_id, range_id, ...) are this, never DuckDB's rowid: the fast loader inserts in
+# whatever order its threads finish (at 5M kernels 2-4% of rows kept their place, differently
+# each load), and ties broken by id (an op's k-th kernel, duplicate rows, the file order of
+# environment rows) would change between loads of one file. Copying 5M kernels into a cache
+# file: 1.9-2.3 s; keeping DuckDB's insertion order instead, 3.7 s; reading the rowid, 2.1 s.
+FILE_ROW = "file_row"
+
+
 def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
-    """Every raw table, empty, with the columns the views read (absent ones stay empty), and
-    the tables of rows the load could not type and of the file's table names."""
+    """Every raw table, empty, with FILE_ROW and the columns the views read (absent ones stay
+    empty), and the tables of rows the load could not type and of the file's table names."""
     # SQL takes no parameter for a table's or a column's name: the names are nsys's, from the
     # declaration above, quoted. The side tables are a file in queries/load/.
     for table, cols in RAW_TABLES.items():
-        defs = ", ".join(f'"{name}" {type_}' for name, type_, _ in cols)
+        defs = ", ".join(
+            f'"{name}" {type_}' for name, type_, _ in ((FILE_ROW, "BIGINT", False), *cols)
+        )
         con.execute(f'CREATE TABLE "{table}" ({defs})')
     run_loader(con, "side_tables")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.errors import TraceError
 from nsysreport.queries import run_loader
-from nsysreport.raw_tables import RAW_TABLES, create_raw_tables
+from nsysreport.raw_tables import FILE_ROW, RAW_TABLES, create_raw_tables
 from nsysreport.trace_file import SourceSchema, immutable_uri, readable, unreadable_message
 
 if TYPE_CHECKING:
@@ -205,7 +205,12 @@ class _Adbc:
         # row of the right types, dropped below, keeps a column whose first values are all
         # NULL from being typed INT64.
         first = ", ".join(("0" if t == "BIGINT" else "x''") + f' AS "{n}"' for n, t in cols)
-        sql = f'SELECT 1 AS nsys_first, {first} UNION ALL SELECT 0, {values} FROM "{table}"'
+        # FILE_ROW: a table's rowid; a view's rows numbered as SQLite gives them (no rowid).
+        row = "row_number() OVER ()" if table in schema.views else "rowid"
+        sql = (
+            f"SELECT 1 AS nsys_first, 0 AS {FILE_ROW}, {first} "
+            f'UNION ALL SELECT 0, {row}, {values} FROM "{table}"'
+        )
         if not exact:
             sql += f" WHERE ({reason}) IS NULL"
         names = _names(cols)
@@ -222,8 +227,8 @@ class _Adbc:
             con.register("nsys_batches", batches)
             try:
                 con.execute(
-                    f'INSERT INTO main."{table}" ({names}) '
-                    f"SELECT {decoded} FROM nsys_batches WHERE nsys_first = 0"
+                    f'INSERT INTO main."{table}" ({FILE_ROW}, {names}) '
+                    f"SELECT {FILE_ROW}, {decoded} FROM nsys_batches WHERE nsys_first = 0"
                 )
             except (duckdb.Error, _adbc_error(), pa.ArrowException):
                 if exact:
@@ -308,7 +313,8 @@ def _copy_with_scanner(
             if progress:
                 progress(table)
             cols = _wanted(table, schema)
-            if cols and table in schema.typed:
+            # A view has no rowid (FILE_ROW): the careful read numbers its rows in order.
+            if cols and table in schema.typed and table not in schema.views:
                 names = _names(cols)
                 values = ", ".join(
                     f'"{n}"' if t == "BIGINT" else f"replace(\"{n}\", chr(0), '')" for n, t in cols
@@ -319,8 +325,8 @@ def _copy_with_scanner(
                     keep, params = ROLELESS_KEPT, {"roles": nvtx_roles}
                 try:
                     con.execute(
-                        f'INSERT INTO main."{table}" ({names}) '
-                        f'SELECT {values} FROM nsys."{table}" {keep}',
+                        f'INSERT INTO main."{table}" ({FILE_ROW}, {names}) '
+                        f'SELECT rowid, {values} FROM nsys."{table}" {keep}',
                         params,
                     )
                     continue

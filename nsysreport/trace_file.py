@@ -32,11 +32,13 @@ class SourceSchema:
 
     `typed`: the tables whose declared column types let the fast loader read them as they are
     (any other table, or one whose values turn out not to fit, is read value by value).
+    `views`: those of `tables` that are views (no rowid: their rows are numbered as they come).
     """
 
     tables: frozenset[str]
     columns: dict[str, frozenset[str]]
     typed: frozenset[str] = frozenset()
+    views: frozenset[str] = frozenset()
 
 
 # What inspect_trace returns for a PyTorch profiler (Kineto) JSON trace: database.load_into reads
@@ -121,8 +123,11 @@ def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
     try:
         # SQLite's own catalogue, and the declared tables by name (SQL takes no parameter for a
         # table's name: the names come from RAW_TABLES and GPU_TABLES, quoted).
-        listed = src.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")
+        listed = src.execute(
+            "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')"
+        ).fetchall()
         tables = frozenset(row[0] for row in listed)
+        views = frozenset(name for name, kind in listed if kind == "view")
         declared = {
             table: {
                 row[1]: str(row[2] or "") for row in src.execute(f'PRAGMA table_info("{table}")')
@@ -144,7 +149,7 @@ def _read_schema(path: Path, read: Path) -> tuple[SourceSchema, bool]:
     finally:
         src.close()
     typed = frozenset(t for t, cols in declared.items() if _declared_as_loaded(t, cols))
-    return SourceSchema(tables, columns, typed), has_gpu_rows
+    return SourceSchema(tables, columns, typed, views), has_gpu_rows
 
 
 def immutable_uri(path: Path) -> str:

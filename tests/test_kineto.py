@@ -321,3 +321,30 @@ def test_a_name_that_is_not_utf8_loads_with_a_replacement_character(tmp_path: Pa
     path.write_bytes(text.replace(b"@", b"\xff\xfe"))
     con = open_trace(path)
     assert con.sql("SELECT name, class FROM kernel").fetchall() == [("gemm_\ufffd\ufffd", "gemm")]
+
+
+def test_every_id_is_the_event_s_place_in_trace_events(tmp_path: Path) -> None:
+    # As an nsys file's rowids: ids that break ties never change between loads. An NCCL range
+    # made from a kernel's metadata is no event: it is numbered after them all.
+    def runtime(ts: int, correlation: int) -> dict[str, Any]:
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 0,
+                "tid": 7, "ts": ts, "dur": 1, "args": {"correlation": correlation}}  # fmt: skip
+
+    nccl = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL"
+    meta = {"Collective name": "allreduce", "In msg nelems": 8, "dtype": "BFloat16"}
+    layer = {"ph": "X", "cat": "user_annotation", "name": "model.layers.0", "pid": 0, "tid": 7,
+             "ts": 0, "dur": 50}  # fmt: skip
+    events = [
+        layer,
+        runtime(2, 11),
+        _kernel(10, 5, correlation=11),
+        runtime(20, 12),
+        _kernel(30, 5, nccl, correlation=12, **meta),
+    ]
+    con = open_trace(_write(tmp_path / "t.json", events))
+    kernels = con.sql("SELECT kernel_id, start_ns FROM kernel ORDER BY kernel_id").fetchall()
+    assert kernels == [(3, 10_000), (5, 30_000)]
+    launches = con.sql("SELECT launch_id, start_ns FROM launch ORDER BY launch_id").fetchall()
+    assert launches == [(2, 2_000), (4, 20_000)]
+    ranges = con.sql("SELECT range_id, name FROM nvtx_range ORDER BY range_id").fetchall()
+    assert ranges == [(1, "model.layers.0"), (6, "ncclAllReduce")]

@@ -240,6 +240,43 @@ def test_a_kernel_table_replaced_by_a_view_of_itself_reads_the_same(
     assert {k: row[k] for k in NUMBERS} == CLEAN and skipped == []
 
 
+def _many_kernels(con: sqlite3.Connection) -> None:
+    """The scenario's two kernels copied to 2^18 rows, each moved 1000 ns per rowid: rowids
+    1..n, every start distinct, several of DuckDB's row groups for the fast loader's threads
+    (which insert in the order they finish)."""
+    for _ in range(17):
+        con.execute(f"INSERT INTO {KERNEL} SELECT * FROM {KERNEL}")
+    con.execute(f'UPDATE {KERNEL} SET start = start + 1000 * rowid, "end" = "end" + 1000 * rowid')
+    con.execute("UPDATE ANALYSIS_DETAILS SET duration = 1000000000")  # all inside the capture
+
+
+@pytest.mark.parametrize("as_view", [False, True])
+def test_every_id_is_the_row_s_place_in_the_file_with_either_loader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, as_view: bool
+) -> None:
+    # Ids break ties (an op's k-th kernel, which duplicate is kept): they must not change from
+    # one load of the file to the next. A table's rowid; a view's rows numbered in its order.
+    def mutate(con: sqlite3.Connection) -> None:
+        _many_kernels(con)
+        if as_view:
+            con.execute(f"ALTER TABLE {KERNEL} RENAME TO kernel_rows")
+            con.execute(f"CREATE VIEW {KERNEL} AS SELECT * FROM kernel_rows ORDER BY start DESC")
+
+    path = trace(tmp_path, mutate)
+    with sqlite3.connect(path) as src:
+        order = "row_number() OVER ()" if as_view else "rowid"
+        expected = src.execute(f"SELECT {order}, start FROM {KERNEL}").fetchall()
+    assert len(expected) == 1 << 18 and len({start for _, start in expected}) == 1 << 18
+    expected.sort()
+    for loader in ("sqlite_scanner", "adbc"):
+        monkeypatch.setenv("NSYSREPORT_LOADER", loader)
+        con = open_trace(path)
+        raw = con.execute(f"SELECT file_row, start FROM {KERNEL} ORDER BY file_row").fetchall()
+        assert raw == expected, loader
+        ids = con.execute("SELECT kernel_id, start_ns FROM kernel ORDER BY kernel_id").fetchall()
+        assert ids == expected, loader
+
+
 def _names_of(path: Path) -> list[tuple[str, str, bool]]:
     con = open_trace(path)
     return con.execute("SELECT name, class, unnamed FROM kernel ORDER BY start_ns").fetchall()

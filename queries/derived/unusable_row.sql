@@ -22,24 +22,24 @@
 --
 -- Columns:
 --   source   VARCHAR   raw table: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET or _GRAPH_TRACE
---   row_id   BIGINT    rowid in that table
+--   row_id   BIGINT    the row's file_row in that table (its rowid in the SQLite file)
 --   reason   VARCHAR   why the row is left out
 CREATE TABLE unusable_row AS
 WITH gpu_rows AS NOT MATERIALIZED (
-    SELECT 'CUPTI_ACTIVITY_KIND_KERNEL' AS source, rowid AS row_id, start, "end", deviceId,
+    SELECT 'CUPTI_ACTIVITY_KIND_KERNEL' AS source, file_row AS row_id, start, "end", deviceId,
         streamId, correlationId, globalPid, demangledName AS what, shortName AS what_2,
         mangledName AS what_3
     FROM CUPTI_ACTIVITY_KIND_KERNEL
     UNION ALL
-    SELECT 'CUPTI_ACTIVITY_KIND_MEMCPY', rowid, start, "end", deviceId, streamId,
+    SELECT 'CUPTI_ACTIVITY_KIND_MEMCPY', file_row, start, "end", deviceId, streamId,
         correlationId, globalPid, bytes, copyKind, NULL
     FROM CUPTI_ACTIVITY_KIND_MEMCPY
     UNION ALL
-    SELECT 'CUPTI_ACTIVITY_KIND_MEMSET', rowid, start, "end", deviceId, streamId,
+    SELECT 'CUPTI_ACTIVITY_KIND_MEMSET', file_row, start, "end", deviceId, streamId,
         correlationId, globalPid, bytes, NULL, NULL
     FROM CUPTI_ACTIVITY_KIND_MEMSET
     UNION ALL
-    SELECT 'CUPTI_ACTIVITY_KIND_GRAPH_TRACE', rowid, start, "end", deviceId, streamId,
+    SELECT 'CUPTI_ACTIVITY_KIND_GRAPH_TRACE', file_row, start, "end", deviceId, streamId,
         correlationId, globalPid, graphId, graphExecId, NULL
     FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE
 ),

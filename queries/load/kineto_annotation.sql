@@ -5,8 +5,8 @@
 --
 -- Reads: kineto_event
 -- Writes: NVTX_EVENTS
-INSERT INTO NVTX_EVENTS ("start", "end", eventType, globalTid, text)
-SELECT e.start, e.start + greatest(coalesce(e.dur, 0), 0), 59,
+INSERT INTO NVTX_EVENTS (file_row, "start", "end", eventType, globalTid, text)
+SELECT e.event_index, e.start, e.start + greatest(coalesce(e.dur, 0), 0), 59,
     (1::BIGINT << 48) | ((e.pid & 16777215) << 24) | (e.tid & 16777215),
     replace(e.name, chr(0), '')
 FROM kineto_event AS e

@@ -15,8 +15,13 @@ CASE WHEN regexp_full_match(t, '[0-9]+([.][0-9]*)?')
     ELSE round(TRY_CAST(t AS DOUBLE) * 1000)::BIGINT END;
 
 CREATE TEMP TABLE kineto_event AS
-WITH raw AS (SELECT unnest(traceEvents) AS e FROM kineto_doc)
+WITH raw AS (
+    -- event_index: the event's place in traceEvents (1-based), the raw rows' file_row.
+    SELECT unnest(traceEvents) AS e, generate_subscripts(traceEvents, 1) AS event_index
+    FROM kineto_doc
+)
 SELECT
+    event_index,
     e.cat,
     -- A name that is not a JSON string (-1, true, a list) is no name: the placeholder's.
     CASE WHEN json_type(e.name) = 'VARCHAR' THEN e.name->>'$' END AS name,

@@ -8,7 +8,7 @@
 -- Reads: kineto_event, kineto_host
 -- Writes: kineto_gpu_event
 CREATE TEMP VIEW kineto_gpu_event AS
-SELECT e.cat, e.name, e.args,
+SELECT e.event_index, e.cat, e.name, e.args,
     e.start,
     e.start + e.dur AS "end",
     coalesce(TRY_CAST(e.args->>'device' AS BIGINT), e.pid) AS device_id,

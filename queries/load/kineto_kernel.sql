@@ -4,9 +4,9 @@
 --
 -- Reads: kineto_gpu_event, kineto_string
 -- Writes: CUPTI_ACTIVITY_KIND_KERNEL
-INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL ("start", "end", deviceId, streamId, correlationId,
+INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (file_row, "start", "end", deviceId, streamId, correlationId,
     globalPid, contextId, demangledName, shortName)
-SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, g.global_pid,
+SELECT g.event_index, g.start, g."end", g.device_id, g.stream_id, g.correlation_id, g.global_pid,
     TRY_CAST(g.args->>'context' AS BIGINT), s.id, s.id
 FROM kineto_gpu_event AS g LEFT JOIN kineto_string AS s ON s.name = g.name
 WHERE g.cat = 'kernel'

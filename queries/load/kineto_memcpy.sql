@@ -5,9 +5,9 @@
 --
 -- Reads: kineto_gpu_event
 -- Writes: CUPTI_ACTIVITY_KIND_MEMCPY
-INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY ("start", "end", deviceId, streamId, correlationId,
+INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (file_row, "start", "end", deviceId, streamId, correlationId,
     globalPid, bytes, copyKind)
-SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, g.global_pid,
+SELECT g.event_index, g.start, g."end", g.device_id, g.stream_id, g.correlation_id, g.global_pid,
     TRY_CAST(g.args->>'bytes' AS BIGINT),
     CASE WHEN g.name LIKE '%HtoD%' THEN 1 WHEN g.name LIKE '%DtoH%' THEN 2
         WHEN g.name LIKE '%DtoD%' THEN 8 WHEN g.name LIKE '%HtoH%' THEN 9

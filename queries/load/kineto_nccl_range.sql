@@ -2,13 +2,14 @@
 --
 -- An NCCL kernel with collective metadata (args "Collective name", "In msg nelems", "dtype")
 -- gets a range around its launching call, named as NCCL's API (ncclAllReduce, ...), whose
--- payload is the message size, as nsys records NCCL's own NVTX ranges.
+-- payload is the message size, as nsys records NCCL's own NVTX ranges. A range made here is no
+-- event of the file: its file_row numbers it after every event's index.
 --
 -- Reads: kineto_event, kineto_host
 -- Writes: NVTX_EVENTS
-INSERT INTO NVTX_EVENTS ("start", "end", eventType, globalTid, text, uint64Value)
+INSERT INTO NVTX_EVENTS (file_row, "start", "end", eventType, globalTid, text, uint64Value)
 WITH meta AS (
-    SELECT TRY_CAST(args->>'correlation' AS BIGINT) AS correlation,
+    SELECT event_index, TRY_CAST(args->>'correlation' AS BIGINT) AS correlation,
         regexp_replace(lower(args->>'Collective name'), '[^a-z]', '', 'g') AS op,
         TRY_CAST(args->>'In msg nelems' AS BIGINT) AS nelems,
         lower(args->>'dtype') AS dtype
@@ -33,7 +34,9 @@ named AS (
             WHEN dtype = 'complexdouble' THEN 16 END AS dtype_bytes
     FROM meta
 )
-SELECT l.start, l.start + greatest(coalesce(l.dur, 0), 0), 59,
+SELECT (SELECT max(event_index) FROM kineto_event)
+        + row_number() OVER (ORDER BY n.event_index, l.event_index),
+    l.start, l.start + greatest(coalesce(l.dur, 0), 0), 59,
     (1::BIGINT << 48) | ((l.pid & 16777215) << 24) | (l.tid & 16777215), n.text,
     n.nelems * n.dtype_bytes
 FROM named AS n

@@ -3,7 +3,7 @@
 -- nsys 2026+ records the session clock's reading (system_clock_ns) at the moment it read the
 -- UTC time (utc_epoch_ns); older exports record the UTC time of the trace's time 0 alone
 -- (nsysreport.align.session_epoch, NSYS_SCHEMA.md §4.5). A file holds one row; of several,
--- the first in file order (a raw table keeps it in rowid).
+-- the first in file order (file_row: the row's rowid in the file).
 --
 -- Reads: TARGET_INFO_SESSION_START_TIME
 --
@@ -12,5 +12,5 @@
 --   system_clock_ns   BIGINT    the session clock then, NULL before nsys 2026
 SELECT utcEpochNs AS utc_epoch_ns, systemClockNs AS system_clock_ns
 FROM TARGET_INFO_SESSION_START_TIME
-ORDER BY rowid
+ORDER BY file_row, rowid
 LIMIT 1

@@ -9,7 +9,7 @@
 -- Reads: CUPTI_ACTIVITY_KIND_GRAPH_TRACE, unusable_row
 --
 -- Columns:
---   graph_launch_id   BIGINT    row id in CUPTI_ACTIVITY_KIND_GRAPH_TRACE
+--   graph_launch_id   BIGINT    the row's file_row in CUPTI_ACTIVITY_KIND_GRAPH_TRACE
 --   pid               BIGINT    process id
 --   global_pid        BIGINT    nsys global process id
 --   device_id         BIGINT    nsys GPU id
@@ -23,7 +23,7 @@
 --   name              VARCHAR   [CUDA graph <graph_id>]
 CREATE VIEW graph_launch AS
 SELECT
-    g.rowid AS graph_launch_id,
+    g.file_row AS graph_launch_id,
     (g.globalPid >> 24) & 16777215 AS pid,
     g.globalPid AS global_pid,
     g.deviceId AS device_id,
@@ -36,6 +36,6 @@ SELECT
     g.graphExecId AS graph_exec_id,
     '[CUDA graph ' || coalesce(g.graphId::VARCHAR, '?') || ']' AS name
 FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE AS g
-WHERE g.rowid NOT IN (
+WHERE g.file_row NOT IN (
     SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_GRAPH_TRACE'
 )

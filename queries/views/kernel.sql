@@ -10,7 +10,7 @@
 -- Reads: CUPTI_ACTIVITY_KIND_KERNEL, kernel_name, unusable_row
 --
 -- Columns:
---   kernel_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_KERNEL
+--   kernel_id        BIGINT    the row's file_row in CUPTI_ACTIVITY_KIND_KERNEL
 --   pid              BIGINT    process id
 --   global_pid       BIGINT    nsys global process id (joins launch.global_pid)
 --   device_id        BIGINT    nsys GPU id (TARGET_INFO_GPU.id)
@@ -28,7 +28,7 @@
 --   unnamed          BOOLEAN   no name was found: the class is a guess (other)
 CREATE VIEW kernel AS
 SELECT
-    k.rowid AS kernel_id,
+    k.file_row AS kernel_id,
     (k.globalPid >> 24) & 16777215 AS pid,
     k.globalPid AS global_pid,
     k.deviceId AS device_id,
@@ -48,6 +48,6 @@ JOIN kernel_name AS n
     ON n.demangled_key = coalesce(k.demangledName, -1)
     AND n.short_key = coalesce(k.shortName, -1)
     AND n.mangled_key = coalesce(k.mangledName, -1)
-WHERE k.rowid NOT IN (
+WHERE k.file_row NOT IN (
     SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_KERNEL'
 )

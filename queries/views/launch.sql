@@ -7,7 +7,7 @@
 -- Reads: CUPTI_ACTIVITY_KIND_RUNTIME, StringIds
 --
 -- Columns:
---   launch_id        BIGINT    row id in CUPTI_ACTIVITY_KIND_RUNTIME
+--   launch_id        BIGINT    the row's file_row in CUPTI_ACTIVITY_KIND_RUNTIME
 --   pid              BIGINT    process id
 --   tid              BIGINT    thread id
 --   global_pid       BIGINT    nsys global process id (joins kernel.global_pid)
@@ -18,7 +18,7 @@
 --   name             VARCHAR   API name without version suffix
 CREATE VIEW launch AS
 SELECT
-    r.rowid AS launch_id,
+    r.file_row AS launch_id,
     (r.globalTid >> 24) & 16777215 AS pid,
     r.globalTid & 16777215 AS tid,
     -- NVIDIA's mask 0xFFFFFFFFFF000000 as a BIGINT: no shift, which a negative id would fail.

@@ -13,7 +13,7 @@
 --   unusable_row
 --
 -- Columns:
---   memcpy_id        BIGINT    row id within its source table
+--   memcpy_id        BIGINT    the row's file_row in its source table
 --   source           VARCHAR   memcpy or memset
 --   pid              BIGINT    process id
 --   global_pid       BIGINT    nsys global process id
@@ -37,7 +37,7 @@ WITH fallback_kind(id, label) AS (
 ),
 copies AS (
     SELECT
-        m.rowid AS memcpy_id,
+        m.file_row AS memcpy_id,
         'memcpy' AS source,
         m.globalPid,
         m.deviceId,
@@ -51,14 +51,14 @@ copies AS (
     LEFT JOIN (SELECT id, min(label) AS label FROM ENUM_CUDA_MEMCPY_OPER GROUP BY id) AS e
         ON e.id = m.copyKind
     LEFT JOIN fallback_kind AS f ON f.id = m.copyKind
-    WHERE m.rowid NOT IN (
+    WHERE m.file_row NOT IN (
         SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_MEMCPY'
     )
     UNION ALL
-    SELECT rowid, 'memset', globalPid, deviceId, streamId, correlationId, start, "end", bytes,
+    SELECT file_row, 'memset', globalPid, deviceId, streamId, correlationId, start, "end", bytes,
         'memset'
     FROM CUPTI_ACTIVITY_KIND_MEMSET
-    WHERE rowid NOT IN (
+    WHERE file_row NOT IN (
         SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_MEMSET'
     )
 )

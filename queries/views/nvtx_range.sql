@@ -8,7 +8,7 @@
 -- Reads: NVTX_EVENTS, StringIds
 --
 -- Columns:
---   range_id         BIGINT    row id in NVTX_EVENTS
+--   range_id         BIGINT    the row's file_row in NVTX_EVENTS
 --   pid              BIGINT    process id
 --   tid              BIGINT    thread id
 --   global_tid       BIGINT    nsys global thread id
@@ -31,7 +31,7 @@ WITH domains AS (
     GROUP BY ALL
 )
 SELECT
-    e.rowid AS range_id,
+    e.file_row AS range_id,
     (e.globalTid >> 24) & 16777215 AS pid,
     e.globalTid & 16777215 AS tid,
     e.globalTid AS global_tid,
