@@ -223,6 +223,30 @@ def test_backtrace_duplicates_of_launch_calls_are_not_double_counted(write_and_o
     assert gap["sync_call"] == "cudaStreamSynchronize"
 
 
+def test_of_sync_calls_overlapping_a_gap_equally_the_later_one_names_its_cause(
+    write_and_open: Any,
+) -> None:
+    # Gap [200, 1000) before a kernel launched at 900: a blocking copy [150, 300) and a stream
+    # sync [800, 900) on the launching thread each overlap it by 100 ns. The later one, the
+    # last thing the thread did before launching, names it, whichever the file lists first.
+    con = write_and_open(
+        Scenario(
+            kernels=[Kernel(100, 200, GEMM), Kernel(1_000, 1_100, GEMM, launch=(900, 901))],
+            api_calls=[
+                ApiCall(150, 300, "cudaMemcpy_v3020"),
+                ApiCall(800, 900, "cudaStreamSynchronize_v3020"),
+            ],
+        )
+    )
+    (gap,) = run_query(con, "gap_top").to_dicts()
+    assert (gap["start_ns"], gap["duration_ns"]) == (200, 800)
+    assert gap["sync_call"] == "cudaStreamSynchronize"
+    spans = run_query(con, "perfetto_span").to_dicts()
+    assert [s["name"] for s in spans if s["track"] == "idle gap"] == [
+        "idle: host in cudaStreamSynchronize"
+    ]
+
+
 def test_top_kernels_rank_names_within_each_class(write_and_open: Any) -> None:
     con = write_and_open(
         Scenario(

@@ -220,6 +220,20 @@ def test_a_launchers_world_size_gives_one_ranks_export_its_group(tmp_path: Path)
     assert row["busbw_gbps"] == pytest.approx(15.0)
 
 
+@pytest.mark.parametrize(
+    "env",
+    [{"SLURM_NTASKS": "4", "WORLD_SIZE": "4"}, {"WORLD_SIZE": "4", "SLURM_NTASKS": "4"}],
+)
+def test_of_launcher_sizes_that_agree_the_first_the_list_names_says_where_it_came_from(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    # torchrun under SLURM records both: whichever the file lists first, WORLD_SIZE names it.
+    con = open_trace(nsys_allreduce(tmp_path / "t.sqlite", env=env))
+    assert con.execute("SELECT world_size, world_source FROM comm_world").fetchall() == [
+        (4, "WORLD_SIZE in the capture environment")
+    ]
+
+
 @pytest.mark.parametrize("env", [{"RANK": "3"}, {"OMPI_COMM_WORLD_RANK": "1"}, {}])
 def test_one_gpu_of_a_larger_or_unknown_job_has_no_group_size(
     tmp_path: Path, env: dict[str, str]

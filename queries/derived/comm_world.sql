@@ -30,11 +30,15 @@ WITH env AS (
         AND regexp_full_match(value, '\w+="?\d+"?')
 ),
 env_size AS (
-    SELECT max(number) AS world_size, arg_max(variable, number) AS variable
-    FROM env
-    WHERE variable IN (
-        'WORLD_SIZE', 'OMPI_COMM_WORLD_SIZE', 'SLURM_NTASKS', 'PMI_SIZE', 'MV2_COMM_WORLD_SIZE'
-    ) AND number >= 1
+    -- Of variables giving the same size (torchrun under SLURM records WORLD_SIZE and
+    -- SLURM_NTASKS), the first of this list names it, whatever order the file lists them in.
+    SELECT max(e.number) AS world_size, arg_max(e.variable, (e.number, -v.priority)) AS variable
+    FROM env AS e
+    JOIN (
+        VALUES ('WORLD_SIZE', 1), ('OMPI_COMM_WORLD_SIZE', 2), ('SLURM_NTASKS', 3),
+            ('PMI_SIZE', 4), ('MV2_COMM_WORLD_SIZE', 5)
+    ) AS v(variable, priority) ON v.variable = e.variable
+    WHERE e.number >= 1
 ),
 recorded AS (
     SELECT max(world_size) AS world_size, max(process_groups) AS process_groups,

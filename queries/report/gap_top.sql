@@ -78,7 +78,11 @@ launched AS (
 ),
 causes AS (
     SELECT t.pid, t.device_id, t.gap_rank,
-        arg_max(s.name, least(s.end_ns, t.end_ns) - greatest(s.start_ns, t.start_ns)) AS sync_call
+        -- The call overlapping the gap most; of equal overlaps the later, the last the
+        -- thread made before the launch (whatever order the file lists them in).
+        arg_max(
+            s.name, (least(s.end_ns, t.end_ns) - greatest(s.start_ns, t.start_ns), s.start_ns)
+        ) AS sync_call
     FROM top AS t
     JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
     JOIN launched AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id

@@ -2,7 +2,8 @@
 --
 -- An idle gap on a GPU whose next activity was launched by a thread that sat in one of these
 -- during the gap was the host waiting for the GPU before it could launch more: gap_top and
--- perfetto_span name the gap's cause by the call that overlaps it most.
+-- perfetto_span name the gap's cause by the call that overlaps it most (of equal overlaps, the
+-- later one).
 --
 -- Reads: launch
 --
