@@ -17,6 +17,7 @@ report that reads the trace file with DuckDB. Figures, not tests.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
@@ -35,63 +36,69 @@ TABLES = (
 )
 
 
-def _sums(columns: str) -> str:
-    """Every value read whole: total() of an integer, of a text's length."""
+def _sums(columns: str, total: str) -> str:
+    """Every value read whole: `total` (sqlite3's total, DuckDB's sum) of an integer, of a
+    text's length."""
     names = [c.strip() for c in columns.split(",")]
-    return ", ".join(f"total(length({n}))" if n == "text" else f"total({n})" for n in names)
+    return ", ".join(f"{total}(length({n}))" if n == "text" else f"{total}({n})" for n in names)
 
 
 def sqlite_read(path: Path) -> float:
-    sql = "\n".join(f"SELECT count(*), {_sums(c)} FROM {t};" for t, c in TABLES)
+    sql = "\n".join(f"SELECT count(*), {_sums(c, 'total')} FROM {t};" for t, c in TABLES)
     t = time.perf_counter()
     subprocess.run(["sqlite3", str(path), sql], check=True, capture_output=True)
     return time.perf_counter() - t
 
 
-# Run in a fresh process: python -c CHILD <benchmarks dir> <trace> <what>; prints its seconds,
-# imports included. DuckDB connected as the report does (every thread, nothing downloaded).
+# Run in a fresh process: python -c CHILD <job as JSON>; prints its seconds, DuckDB's import
+# included. The parent writes the statements: the child imports nothing but DuckDB, connected
+# as the report connects it (every thread, nothing downloaded).
 CHILD = """
-import sys, time
+import json, sys, time
 t = time.perf_counter()
 import duckdb
-sys.path.insert(0, sys.argv[1])
-from bench_bound import TABLES
-from nsysreport.patterns import Patterns
-from nsysreport.sqlite_copy import _scanner_extension_path
-path, what = sys.argv[2], sys.argv[3]
+job = json.loads(sys.argv[1])
 con = duckdb.connect(
     config={"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 )
-con.load_extension(str(_scanner_extension_path()))
-con.execute(f"ATTACH '{path}' AS nsys (TYPE sqlite, READ_ONLY)")
-if what in ("read", "read + roles"):
-    for table, columns in TABLES:
-        keep = ""
-        if what == "read + roles" and table == "NVTX_EVENTS":
-            keep = "WHERE text IS NULL OR regexp_matches(text, $roles)"
-        names = [c.strip() for c in columns.split(",")]
-        sums = ", ".join(f"sum(length({c}))" if c == "text" else f"sum({c})" for c in names)
-        sql = f"SELECT count(*), {sums} FROM (SELECT {columns} FROM nsys.{table} {keep})"
-        con.execute(sql, {"roles": Patterns().role_pattern()} if keep else {}).fetchall()
-else:  # each GPU's busy union: the reach of every earlier kernel, one window pass
-    con.execute(
-        "WITH k AS (SELECT globalPid AS pid, deviceId AS dev, start AS s, \\"end\\" AS e "
-        "FROM nsys.CUPTI_ACTIVITY_KIND_KERNEL), "
-        "reached AS (SELECT pid, dev, s, e, max(e) OVER (PARTITION BY pid, dev ORDER BY s, e "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach FROM k) "
-        "SELECT pid, dev, sum(e - greatest(s, coalesce(reach, s))) "
-        "FROM reached WHERE reach IS NULL OR e > reach GROUP BY ALL"
-    ).fetchall()
+con.load_extension(job["extension"])
+for sql, params in job["statements"]:
+    con.execute(sql, params).fetchall()
 print(time.perf_counter() - t)
+"""
+
+# Each GPU's busy union: the reach of every earlier kernel, one window pass.
+BUSY_UNION = """
+WITH k AS (SELECT globalPid AS pid, deviceId AS dev, start AS s, "end" AS e
+           FROM nsys.CUPTI_ACTIVITY_KIND_KERNEL),
+reached AS (SELECT pid, dev, s, e, max(e) OVER (PARTITION BY pid, dev ORDER BY s, e
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS reach FROM k)
+SELECT pid, dev, sum(e - greatest(s, coalesce(reach, s)))
+FROM reached WHERE reach IS NULL OR e > reach GROUP BY ALL
 """
 
 
 def duckdb_child(path: Path, what: str) -> float:
+    """`what`: read the columns, read them keeping the ranges the role patterns match (as the
+    loader does), or the busy union."""
+    from nsysreport.patterns import Patterns
+    from nsysreport.sqlite_copy import _scanner_extension_path, _sql_string
+
+    # DuckDB's ATTACH takes no parameter: the file's name is a quoted literal.
+    attach = f"ATTACH '{_sql_string(str(path.resolve()))}' AS nsys (TYPE sqlite, READ_ONLY)"
+    statements: list[tuple[str, dict[str, str]]] = [(attach, {})]
+    if what == "union":
+        statements.append((BUSY_UNION, {}))
+    for table, columns in TABLES if what != "union" else ():
+        keep, params = "", {}
+        if what == "read + roles" and table == "NVTX_EVENTS":
+            keep = "WHERE text IS NULL OR regexp_matches(text, $roles)"
+            params = {"roles": Patterns().role_pattern()}
+        read = f"SELECT {columns} FROM nsys.{table} {keep}"
+        statements.append((f"SELECT count(*), {_sums(columns, 'sum')} FROM ({read})", params))
+    job = {"extension": str(_scanner_extension_path()), "statements": statements}
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(Path(__file__).parent), str(path), what],
-        check=True,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-c", CHILD, json.dumps(job)], check=True, capture_output=True, text=True
     )
     return float(done.stdout.strip().splitlines()[-1])
 
