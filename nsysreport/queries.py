@@ -11,7 +11,6 @@ from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysreport import engine
 from nsysreport.errors import OptionError
 from nsysreport.patterns import Patterns
 
@@ -61,9 +60,6 @@ class QueryFile:
     sql: str
     reads: tuple[str, ...] = ()  # the tables and views it reads (`Reads:`), in the header's order
     writes: tuple[str, ...] = ()  # what a loader's step creates or fills (`Writes:`)
-    # A derived table the interval engine builds (`Engine: <step>`, nsysreport.engine.STEPS):
-    # the SELECT is the step's input, one GPU at a time; Columns are the table it writes.
-    engine: str | None = None
 
 
 def parse_query_file(path: Path) -> QueryFile:
@@ -82,12 +78,9 @@ def parse_query_file(path: Path) -> QueryFile:
     params: list[Param] = []
     columns: list[ColumnDoc] = []
     names: dict[str, list[str]] = {"Reads:": [], "Writes:": []}
-    engine = None
     section = ""
     for line in header[1:]:
-        if line.startswith("Engine:"):
-            engine = line.removeprefix("Engine:").split()[0]
-        elif line.startswith(("Reads:", "Writes:")):
+        if line.startswith(("Reads:", "Writes:")):
             section = line.split(":")[0] + ":"
             names[section] += _names(line.removeprefix(section))
         elif section in names and line.startswith("  "):
@@ -101,7 +94,7 @@ def parse_query_file(path: Path) -> QueryFile:
         elif section == "Columns:" and (c := COLUMN_DOC.match(line)):
             columns.append(ColumnDoc(*c.groups()))
     sections = tuple(params), tuple(columns), sql, tuple(names["Reads:"]), tuple(names["Writes:"])
-    return QueryFile(path.stem, path, first.group(2), *sections, engine=engine)
+    return QueryFile(path.stem, path, first.group(2), *sections)
 
 
 def _names(text: str) -> list[str]:
@@ -164,54 +157,46 @@ def create_views(
     run_loader(con, "comm_bytes_option", {"ops": list(sizes), "sizes": list(sizes.values())})
     run_loader(con, "time_bin")
     run_loader(con, "gpu_counter")
-    run_loader(con, "gpu_key")
-    gpus: list[tuple[int, int, int, int, int]] | None = None
+    gpus: list[tuple[int, int]] | None = None
     for view in view_files():
         began = time.perf_counter()
-        if not view.engine:
+        if not _per_gpu(view):
             con.execute(view.sql, _bind(view, patterns.view_params()))
         else:
             if gpus is None:
                 gpus = run_loader(con, "gpu_keys").fetchall()
-            _create_by_engine(con, view, patterns, gpus)
+            _create_per_gpu(con, view, patterns, gpus)
         if timed:
             timed(view.name, time.perf_counter() - began)
 
 
-ARROW_TYPES = {"BIGINT": "int64", "DOUBLE": "float64", "VARCHAR": "string", "BOOLEAN": "bool_"}
+GPU_PARAMS = ("pid", "device_id")
 
 
-def _create_by_engine(
+def _per_gpu(view: QueryFile) -> bool:
+    """A derived table built one GPU at a time: its file takes the GPU as `$pid` and
+    `$device_id` (grouped_island.sql). Its sorts and windows then hold one GPU's rows, not the
+    whole trace's: at 5M kernels grouped_island took 16 s built per GPU, 38 s in one piece
+    (spilling past the memory limit); at 1M the same CPU time, and 1053 -> 455 MB."""
+    return {p.name for p in view.params} >= set(GPU_PARAMS)
+
+
+def _create_per_gpu(
     con: duckdb.DuckDBPyConnection,
     view: QueryFile,
     patterns: Patterns,
-    gpus: list[tuple[int, int, int, int, int]],
+    gpus: list[tuple[int, int]],
 ) -> None:
-    """The table an engine step (nsysreport.engine) writes from the file's SELECT, a batch of
-    GPUs at a time (`$gpus`, engine.batches): the step's rows for each batch appended. Without
-    GPUs the table is made empty, with the header's columns."""
-    # Lazy: pyarrow's import (0.2 s), paid only where a trace is analysed, never by a warm run
-    # (it reads the kept report) or `nsysreport queries`.
-    import pyarrow as pa
-
-    options = replace(view, params=tuple(p for p in view.params if p.name != "gpus"))
+    """CREATE TABLE with the first GPU's rows, then INSERT every other GPU's: the file's own
+    statement, its query appended to the table for each GPU. Without GPUs the table is made
+    empty (NULL matches no GPU)."""
+    create = f"CREATE TABLE {view.name} AS"
+    body = view.sql[view.sql.index(create) + len(create) :]
+    insert = f"INSERT INTO {view.name}{body}"
+    options = replace(view, params=tuple(p for p in view.params if p.name not in GPU_PARAMS))
     values = _bind(options, patterns.view_params())
-    made = False
-    for batch in engine.batches(gpus):
-        batch_gpus = {"gpus": batch.keys}
-        rows = con.execute(view.sql, {**values, **batch_gpus}).to_arrow_table()
-        timeline = None
-        if view.engine in engine.TIMELINE_STEPS:
-            timeline = run_loader(con, "engine_timeline", batch_gpus).to_arrow_table()
-        relation = con.from_arrow(engine.run_step(view.engine or "", rows, batch, timeline))
-        if made:
-            relation.insert_into(view.name)
-        else:
-            relation.create(view.name)
-            made = True
-    if not made:
-        schema = [(c.name, getattr(pa, ARROW_TYPES[c.type])()) for c in view.columns]
-        con.from_arrow(pa.schema(schema).empty_table()).create(view.name)
+    for i, (pid, device_id) in enumerate(gpus or [(None, None)]):
+        con.execute(view.sql if i == 0 else insert, {**values, "pid": pid, "device_id": device_id})
 
 
 @cache

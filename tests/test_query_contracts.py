@@ -11,12 +11,10 @@ import pytest
 import nsysreport
 from nsysreport import kineto
 from nsysreport.database import connect
-from nsysreport.engine import TIMELINE_STEPS
 from nsysreport.load import open_trace
 from nsysreport.queries import (
     QueryFile,
     load_files,
-    loader_step,
     query_files,
     resource_dir,
     run_loader,
@@ -132,10 +130,7 @@ def relations_written(sql: str) -> set[str]:
 @pytest.mark.parametrize("query", [*view_files(), *query_files()], ids=lambda q: q.name)
 def test_each_file_declares_exactly_what_it_reads(query: QueryFile) -> None:
     known = {v.name for v in view_files()} | RAW | OPTIONS
-    # An engine step that clips to the GPU's timeline reads its segments too (engine_timeline).
-    clips = query.engine in TIMELINE_STEPS
-    timeline = set(loader_step("engine_timeline").reads) if clips else set()
-    assert set(query.reads) == ((relations_read(query.sql) & known) | timeline) - {query.name}
+    assert set(query.reads) == (relations_read(query.sql) & known) - {query.name}
     assert set(query.reads) <= known, "a declared read that nothing provides"
 
 
@@ -153,11 +148,8 @@ def test_the_folders_show_the_layers() -> None:
     # views rename (CREATE VIEW), derived tables materialise (CREATE TABLE), reports SELECT.
     for path in QUERIES.glob("views/*.sql"):
         assert "\nCREATE VIEW " in path.read_text(), path
-    # A derived table the interval engine writes gives its input as a SELECT (`Engine:`).
-    for view in view_files():
-        if view.path.parent.name == "derived":
-            made_by_sql = "CREATE TABLE " in code(view.sql)
-            assert made_by_sql != bool(view.engine), view.path
+    for path in QUERIES.glob("derived/*.sql"):
+        assert "\nCREATE TABLE " in path.read_text(), path
     for query in query_files():
         assert "CREATE " not in query.sql, query.path
 
