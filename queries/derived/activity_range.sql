@@ -28,17 +28,20 @@
 --   label          VARCHAR   its label
 --   label_index    BIGINT    its label_index
 --   payload        BIGINT    its payload
+--   pid            BIGINT    the activity's process id
+--   device_id      BIGINT    the activity's GPU (grouped_island joins one GPU's rows)
 CREATE TABLE activity_range AS
 WITH launched AS (
     -- `point`: launch (the API call) or origin (graph node creation); `has_origin` says that
     -- the activity has both.
-    SELECT a.source, a.activity_id, l.global_tid, l.start_ns AS launch_start,
+    SELECT a.source, a.activity_id, a.pid, a.device_id, l.global_tid, l.start_ns AS launch_start,
         l.end_ns AS launch_end, 'launch' AS point, o.kernel_id IS NOT NULL AS has_origin
     FROM activity AS a
     JOIN launch AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
     LEFT JOIN graph_node_origin AS o ON a.source = 'kernel' AND o.kernel_id = a.activity_id
     UNION ALL
-    SELECT 'kernel', kernel_id, origin_tid, origin_start_ns, origin_end_ns, 'origin', true
+    SELECT 'kernel', kernel_id, pid, device_id, origin_tid, origin_start_ns, origin_end_ns,
+        'origin', true
     FROM graph_node_origin
 ),
 ranges AS (
@@ -94,12 +97,13 @@ held_bin AS (
 roles AS (SELECT DISTINCT role FROM ranges),
 points AS (
     SELECT l.global_tid, r.role, l.launch_start AS t, l.launch_end, l.source, l.activity_id,
-        l.launch_start // b.width AS bin
+        l.pid, l.device_id, l.launch_start // b.width AS bin
     FROM launched AS l
     JOIN roles AS r ON l.point = 'origin' OR NOT l.has_origin
     JOIN bin AS b ON b.global_tid = l.global_tid AND b.role = r.role
 )
-SELECT p.source, p.activity_id, p.role, rr.range_id, rr.label, rr.label_index, rr.payload
+SELECT p.source, p.activity_id, p.role, rr.range_id, rr.label, rr.label_index, rr.payload,
+    p.pid, p.device_id
 FROM points AS p
 JOIN held_bin AS h
     ON h.global_tid = p.global_tid AND h.role = p.role AND h.bin = p.bin

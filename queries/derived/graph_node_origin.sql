@@ -16,6 +16,7 @@
 -- Columns:
 --   kernel_id         BIGINT    kernel_id in the kernel view
 --   pid               BIGINT    process id
+--   device_id         BIGINT    nsys GPU id the kernel ran on
 --   origin_node_id    BIGINT    the captured node the kernel's node was cloned from
 --   origin_tid        BIGINT    nsys global thread id that created it
 --   origin_start_ns   BIGINT    creation event start
@@ -59,7 +60,7 @@ roots AS (
     FROM chain
     GROUP BY pid, leaf_id
 )
-SELECT k.kernel_id, k.pid, r.root_id AS origin_node_id, n.global_tid AS origin_tid,
+SELECT k.kernel_id, k.pid, k.device_id, r.root_id AS origin_node_id, n.global_tid AS origin_tid,
     n.start_ns AS origin_start_ns, n.end_ns AS origin_end_ns
 FROM kernel AS k
 JOIN roots AS r ON r.pid = k.pid AND r.leaf_id = k.graph_node_id

@@ -45,12 +45,18 @@
 --   exposed_ns    BIGINT    comm pieces: length no compute kernel on the GPU covers; memcpy
 --                            pieces: length no compute or comm kernel covers; else NULL
 CREATE TABLE grouped_island AS
-WITH kernels AS (
+WITH layer_range AS (
+    -- This GPU's layer ranges only (their pid and device_id are redundant for the match): the
+    -- joins below then hash these, not every GPU's rows for each GPU (5M kernels: 8.3 -> 5.8 s).
+    SELECT source, activity_id, label
+    FROM activity_range
+    WHERE role = 'layer' AND pid = $pid AND device_id = $device_id
+),
+kernels AS (
     SELECT k.pid, k.device_id, k.start_ns, k.end_ns, k.class,
         coalesce(ar.label, '(outside layers)') AS layer
     FROM kernel AS k
-    LEFT JOIN activity_range AS ar
-        ON ar.source = 'kernel' AND ar.activity_id = k.kernel_id AND ar.role = 'layer'
+    LEFT JOIN layer_range AS ar ON ar.source = 'kernel' AND ar.activity_id = k.kernel_id
     WHERE k.pid = $pid AND k.device_id = $device_id AND k.end_ns > k.start_ns
 ),
 members AS (
@@ -73,8 +79,7 @@ members AS (
     SELECT a.pid, a.device_id, 'layer', coalesce(ar.label, '(outside layers)'), 'memcpy',
         a.start_ns, a.end_ns
     FROM activity AS a
-    LEFT JOIN activity_range AS ar
-        ON ar.source = a.source AND ar.activity_id = a.activity_id AND ar.role = 'layer'
+    LEFT JOIN layer_range AS ar ON ar.source = a.source AND ar.activity_id = a.activity_id
     WHERE a.pid = $pid AND a.device_id = $device_id AND a.class = 'memcpy'
         AND a.end_ns > a.start_ns
     UNION ALL
