@@ -175,13 +175,15 @@ probe_bin AS (
     JOIN bin AS b ON b.pid = p.pid AND b.device_id = p.device_id
 ),
 uncovered AS (
-    -- The segments where no compute kernel runs (with one, comm and copies are hidden), busy
-    -- (a piece is inside its own activity, so it never meets an idle segment).
-    SELECT s.pid, s.device_id, s.start_ns, s.end_ns, s.n_comm, b.width,
+    -- The segments that can expose a piece: a piece lies inside its own activity, so under a
+    -- comm piece comm runs and it is exposed where the exposed_comm macro holds (no compute);
+    -- under a copy a copy runs, exposed where exposed_memcpy holds (neither compute nor comm).
+    SELECT s.pid, s.device_id, s.start_ns, s.end_ns, s.packed, b.width,
         unnest(time_bins(s.start_ns, s.end_ns, b.width)) AS bin
     FROM gpu_segment AS s
     JOIN bin AS b ON b.pid = s.pid AND b.device_id = s.device_id
-    WHERE s.pid = $pid AND s.device_id = $device_id AND s.n_compute = 0 AND NOT s.idle
+    WHERE s.pid = $pid AND s.device_id = $device_id
+        AND (exposed_comm(s.packed) OR exposed_memcpy(s.packed))
 ),
 probe_exposed AS (
     -- A piece's exposed time: its overlap with the segments that do not hide it, each pair
@@ -190,7 +192,8 @@ probe_exposed AS (
         sum(least(p.end_ns, u.end_ns) - greatest(p.start_ns, u.start_ns)) AS exposed_ns
     FROM probe_bin AS p
     JOIN uncovered AS u ON u.pid = p.pid AND u.device_id = p.device_id AND u.bin = p.bin
-    WHERE u.start_ns < p.end_ns AND u.end_ns > p.start_ns AND (p.by_compute OR u.n_comm = 0)
+    WHERE u.start_ns < p.end_ns AND u.end_ns > p.start_ns
+        AND CASE WHEN p.by_compute THEN exposed_comm(u.packed) ELSE exposed_memcpy(u.packed) END
         AND u.bin = greatest(p.start_ns, u.start_ns) // u.width
     GROUP BY ALL
 ),

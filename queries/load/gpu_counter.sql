@@ -9,7 +9,12 @@
 -- Created with the views (nsysreport.queries.create_views), so a cache file keeps them
 -- beside the views that use them.
 --
--- Writes: n_all, n_compute, n_gemm, n_attention, n_comm, n_memcpy, n_graph
+-- The breakdown's parts that are not one class alone are defined here too, once (docs/metrics.md,
+-- "Time on one GPU"): exposed comm (comm, no compute), exposed memcpy (a copy, neither compute
+-- nor comm) and graph opaque (a graph launch, no kernel or copy).
+--
+-- Writes: n_all, n_compute, n_gemm, n_attention, n_comm, n_memcpy, n_graph, exposed_comm,
+--   exposed_memcpy, graph_opaque
 CREATE OR REPLACE MACRO n_compute(packed) AS packed & 1023;
 CREATE OR REPLACE MACRO n_gemm(packed) AS (packed >> 10) & 1023;
 CREATE OR REPLACE MACRO n_attention(packed) AS (packed >> 20) & 1023;
@@ -18,3 +23,8 @@ CREATE OR REPLACE MACRO n_memcpy(packed) AS (packed >> 40) & 1023;
 CREATE OR REPLACE MACRO n_graph(packed) AS (packed >> 50) & 1023;
 CREATE OR REPLACE MACRO n_all(packed) AS
     n_compute(packed) + n_comm(packed) + n_memcpy(packed) + n_graph(packed);
+CREATE OR REPLACE MACRO exposed_comm(packed) AS n_comm(packed) > 0 AND n_compute(packed) = 0;
+CREATE OR REPLACE MACRO exposed_memcpy(packed) AS
+    n_memcpy(packed) > 0 AND n_compute(packed) = 0 AND n_comm(packed) = 0;
+CREATE OR REPLACE MACRO graph_opaque(packed) AS
+    n_graph(packed) > 0 AND n_compute(packed) = 0 AND n_comm(packed) = 0 AND n_memcpy(packed) = 0;

@@ -60,13 +60,11 @@ seg AS (
         sum(duration_ns) FILTER (n_gemm > 0) AS gemm_ns,
         sum(duration_ns) FILTER (n_attention > 0) AS attention_ns,
         sum(duration_ns) FILTER (n_comm > 0) AS comm_ns,
-        sum(duration_ns) FILTER (n_comm > 0 AND n_compute = 0) AS exposed_comm_ns,
+        sum(duration_ns) FILTER (exposed_comm(packed)) AS exposed_comm_ns,
         sum(duration_ns) FILTER (n_memcpy > 0) AS memcpy_ns,
-        sum(duration_ns) FILTER (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0)
-            AS exposed_memcpy_ns,
+        sum(duration_ns) FILTER (exposed_memcpy(packed)) AS exposed_memcpy_ns,
         sum(duration_ns) FILTER (n_graph > 0) AS graph_ns,
-        sum(duration_ns) FILTER (n_graph > 0 AND n_compute = 0 AND n_comm = 0 AND n_memcpy = 0)
-            AS graph_opaque_ns
+        sum(duration_ns) FILTER (graph_opaque(packed)) AS graph_opaque_ns
     FROM counted
     GROUP BY pid, device_id
 ),

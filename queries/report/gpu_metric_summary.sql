@@ -12,7 +12,7 @@
 -- at t[i] covers (t[i-1], t[i]] and weighs by the length of that interval; each counter's
 -- first sample covers an unknown interval and weighs nothing. overall is Σ value·dt / Σ dt over
 -- the capture; during_exposed_comm weighs each sample by the part of its interval that lies in
--- the GPU's exposed communication (gpu_segment: n_comm > 0 AND n_compute = 0) and
+-- the GPU's exposed communication (gpu_segment: the exposed_comm macro) and
 -- during_copies by the part in its copies (n_memcpy > 0: memcpys and memsets). The covered time
 -- up to any instant is a running total over the segments, read with one ASOF lookup per sample,
 -- so the overlap of an interval is a difference: one pass over GPU_METRICS.
@@ -51,9 +51,9 @@ samples AS (
 segments AS (
     -- Exposed comm and copy time before each segment of the GPU's sweep (they tile it).
     SELECT pid, device_id, start_ns, end_ns,
-        n_comm > 0 AND n_compute = 0 AS is_exposed,
+        exposed_comm(packed) AS is_exposed,
         n_memcpy > 0 AS is_copy,
-        coalesce(sum(CASE WHEN n_comm > 0 AND n_compute = 0 THEN duration_ns END) OVER w, 0)
+        coalesce(sum(CASE WHEN exposed_comm(packed) THEN duration_ns END) OVER w, 0)
             AS exposed_before_ns,
         coalesce(sum(CASE WHEN n_memcpy > 0 THEN duration_ns END) OVER w, 0) AS copies_before_ns
     FROM gpu_segment

@@ -3,7 +3,7 @@
 -- Spans overlapping [$start_ns, $end_ns), clipped to it, on one GPU each (`track` names the
 -- track, nsysreport.perfetto gives each its own thread row under the GPU):
 --   exposed comm      communication running and no compute kernel, on any stream (the
---                     gpu_segment predicate n_comm > 0 AND n_compute = 0), touching segments
+--                     gpu_counter macro exposed_comm), touching segments
 --                     merged into one span
 --   idle gap          nothing running on the GPU (n_all = 0); `name` is its likely cause: the
 --                     synchronising CUDA call the launching thread of the next activity was in
@@ -37,7 +37,7 @@ WITH exposed AS (
         CASE WHEN start_ns = lag(end_ns) OVER (PARTITION BY pid, device_id ORDER BY seq)
             THEN 0 ELSE 1 END AS opens
     FROM gpu_segment
-    WHERE n_comm > 0 AND n_compute = 0 AND start_ns < $end_ns AND end_ns > $start_ns
+    WHERE exposed_comm(packed) AND start_ns < $end_ns AND end_ns > $start_ns
 ),
 exposed_islands AS (
     SELECT *, sum(opens) OVER (PARTITION BY pid, device_id ORDER BY start_ns) AS island

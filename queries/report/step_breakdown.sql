@@ -74,7 +74,7 @@ states AS (
     GROUP BY pid, device_id, range_id, packed
 ),
 counted AS (
-    SELECT pid, device_id, range_id, part_ns, n_all(packed) AS n_all,
+    SELECT pid, device_id, range_id, packed, part_ns, n_all(packed) AS n_all,
         n_compute(packed) AS n_compute, n_gemm(packed) AS n_gemm,
         n_attention(packed) AS n_attention, n_comm(packed) AS n_comm,
         n_memcpy(packed) AS n_memcpy, n_graph(packed) AS n_graph
@@ -87,13 +87,11 @@ totals AS (
         coalesce(sum(part_ns) FILTER (n_gemm > 0), 0) AS gemm,
         coalesce(sum(part_ns) FILTER (n_attention > 0), 0) AS attention,
         coalesce(sum(part_ns) FILTER (n_comm > 0), 0) AS comm,
-        coalesce(sum(part_ns) FILTER (n_comm > 0 AND n_compute = 0), 0) AS exposed_comm,
+        coalesce(sum(part_ns) FILTER (exposed_comm(packed)), 0) AS exposed_comm,
         coalesce(sum(part_ns) FILTER (n_memcpy > 0), 0) AS memcpy,
-        coalesce(sum(part_ns) FILTER (n_memcpy > 0 AND n_compute = 0 AND n_comm = 0), 0)
-            AS exposed_memcpy,
+        coalesce(sum(part_ns) FILTER (exposed_memcpy(packed)), 0) AS exposed_memcpy,
         coalesce(sum(part_ns) FILTER (n_graph > 0), 0) AS graph,
-        coalesce(sum(part_ns) FILTER (
-            n_graph > 0 AND n_compute = 0 AND n_comm = 0 AND n_memcpy = 0), 0) AS graph_opaque
+        coalesce(sum(part_ns) FILTER (graph_opaque(packed)), 0) AS graph_opaque
     FROM counted
     GROUP BY pid, device_id, range_id
 )

@@ -3,7 +3,7 @@
 -- What the report's timeline draws. `activity` rows: every activity of every GPU that overlaps
 -- [$start_ns, $end_ns), clipped to the window, one row each, on its stream. `exposed_comm` rows:
 -- the stretches where communication runs and no compute kernel does, on any stream (the
--- gpu_segment predicate n_comm > 0 AND n_compute = 0). `gap` rows: idle gaps (n_all = 0).
+-- gpu_counter macro exposed_comm). `gap` rows: idle gaps (n_all = 0).
 -- Exposed and gap rows belong to the GPU, not to a stream (stream_id is NULL); within one GPU
 -- they never overlap, so their lengths add up. Activities with end <= start carry no time and
 -- are left out. Only the first $max_rows rows by start time are returned, so a huge window stays
@@ -37,7 +37,7 @@ WITH pieces AS (
         NULL, NULL, NULL, NULL,
         greatest(start_ns, $start_ns), least(end_ns, $end_ns)
     FROM gpu_segment
-    WHERE (idle OR (n_comm > 0 AND n_compute = 0))
+    WHERE (idle OR exposed_comm(packed))
         AND start_ns < $end_ns AND end_ns > $start_ns
 ),
 ranked AS (

@@ -4,7 +4,8 @@
 -- stretch between consecutive activity events, how many activities of each class are running.
 -- Every union and difference in docs/metrics.md is then a sum of segment lengths under a
 -- predicate, e.g.
---   busy = NOT idle;  exposed comm = n_comm > 0 AND n_compute = 0;  gap = idle.
+--   busy = NOT idle;  exposed comm = exposed_comm(packed);  gap = idle
+-- (the breakdown's parts beyond one class are macros over `packed`: queries/load/gpu_counter.sql).
 -- Activities with end <= start carry no time and are left out; the segments tile
 -- [first start, last end], none of zero length.
 -- `seq` numbers a GPU's segments in time order (with holes where zero-length segments were
