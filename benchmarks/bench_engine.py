@@ -47,19 +47,12 @@ PARTS = ("busy", "compute", "gemm", "attention", "comm", "exposed_comm", "memcpy
 FIELDS = ("compute", "gemm", "attention", "comm", "memcpy", "graph")
 INCREMENTS = [1, 1 + (1 << 10), 1 + (1 << 20), 1 << 30, 1 << 40, 1 << 50]
 DELTAS = np.array(sorted([-i for i in INCREMENTS] + INCREMENTS), np.int64)
-ACTIVITIES = '''
-SELECT start_ns, end_ns,
-    activity_id * 4
-        + CASE source WHEN 'kernel' THEN 0 WHEN 'memcpy' THEN 1 WHEN 'memset' THEN 2 ELSE 3 END
-        AS activity_key,
-    CASE WHEN class NOT IN ('comm', 'memcpy', 'graph') THEN 1 ELSE 0 END
-    + CASE WHEN class = 'gemm' THEN 1024 ELSE 0 END
-    + CASE WHEN class = 'attention' THEN 1048576 ELSE 0 END
-    + CASE WHEN class = 'comm' THEN 1073741824 ELSE 0 END
-    + CASE WHEN class = 'memcpy' THEN 1099511627776 ELSE 0 END
-    + CASE WHEN class = 'graph' THEN 1125899906842624 ELSE 0 END AS delta
-FROM activity
-WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
+# The sweep's own input (gpu_sweep.sql's `timed`: each activity's key and counter delta), for
+# one GPU.
+TIMED = SWEEP[SWEEP.index("WITH timed AS ("):SWEEP.index("),\nevents AS")] + ")"
+ACTIVITIES = TIMED + '''
+SELECT start_ns, end_ns, activity_key, delta FROM timed
+WHERE pid = $pid AND device_id = $device_id
 '''
 WINDOWS = '''
 SELECT range_id, start_ns, end_ns FROM step_window
