@@ -118,10 +118,7 @@ def sql():
 def check(results, frames):
     gpu = {(r["pid"], r["device_id"]): r for r in frames["gpu_breakdown"].to_dicts()}
     for key, mine in results.items():
-        for part in PARTS:
-            if part != "busy":
-                assert mine["gpu"][part] == gpu[key][f"{part}_ns"], (key, part)
-        assert mine["gpu"]["busy"] == gpu[key]["busy_ns"], key
+        assert all(mine["gpu"][p] == gpu[key][f"{p}_ns"] for p in PARTS), key
     for r in frames["step_breakdown"].to_dicts():
         mine = results[(r["pid"], r["device_id"])]
         step = mine["steps"][(r["start_ns"], r["end_ns"])]
