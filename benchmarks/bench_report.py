@@ -151,7 +151,8 @@ def timed(name, seconds):
 
 
 create_views(con, p, timed)
-from nsysreport.model import as_json, build_report
+from nsysreport.model import as_json
+from nsysreport.report_builder import build_report
 from nsysreport.render import render_html
 real = nsysreport.queries.run_query
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 from nsysreport.database import DERIVING
 from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
-from nsysreport.model import Report, build_report
+from nsysreport.model import Report
 from nsysreport.model_json import saved_json
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
 from nsysreport.perfetto import trace_json
+from nsysreport.report_builder import build_report
 from nsysreport.trace_file import check_file
 from nsysreport.user_facts import Facts
 from nsysreport.workers import default_jobs

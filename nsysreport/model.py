@@ -10,20 +10,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from nsysreport import __version__
 from nsysreport.align import FileClock
 from nsysreport.errors import TraceError
 from nsysreport.model_json import WRITE_AGAIN, Decoder, check_version
 from nsysreport.notebook import report_frames, report_html
-from nsysreport.queries import run_query
 from nsysreport.ranks import RankInfo
-from nsysreport.sections.capture import Capture, build_capture, read_facts
+from nsysreport.sections.capture import Capture
 from nsysreport.sections.collectives import (
     CollectiveReport,
     StragglerGpu,
     Stragglers,
-    build_collectives,
-    build_stragglers,
     stragglers_of,
 )
 from nsysreport.sections.communicators import (
@@ -32,50 +28,39 @@ from nsysreport.sections.communicators import (
     CommunicatorReport,
     CommunicatorStep,
     RoleSummary,
-    build_communicators,
-    role_sentence,
     role_summaries,
     with_roles,
 )
 from nsysreport.sections.data_path import (
     DataPathRow,
     NarrowestStage,
-    build_data_path,
-    hardware,
     narrowest,
-    stage_rows,
 )
 from nsysreport.sections.gpu_breakdown import (
     BREAKDOWN_FIELDS,
     GpuReport,
-    build_gpus,
-    with_top_gaps,
 )
-from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric, build_gpu_metrics
-from nsysreport.sections.kernels import KernelSummary, build_kernels
+from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric
+from nsysreport.sections.kernels import KernelSummary
 from nsysreport.sections.layers import (
     OUTSIDE,
     LayerAcrossGpus,
     LayerReport,
     across_gpus,
-    build_layers,
 )
 from nsysreport.sections.overview import Overview, build_overview
 from nsysreport.sections.quality import (
     NO_NOTES,
     DataQuality,
     QualityItem,
-    build_quality,
     kept_from_note,
 )
-from nsysreport.sections.steps import StepReport, StepShare, StepStats, build_steps, step_shares
-from nsysreport.sections.timeline import Timeline, build_timeline
-from nsysreport.sections.tp_structure import TpStructure, build_tp_structure, tp_rows
-from nsysreport.sections.verdict import Bottleneck, bottleneck
-from nsysreport.user_facts import Facts
+from nsysreport.sections.steps import StepReport, StepShare, StepStats, step_shares
+from nsysreport.sections.timeline import Timeline
+from nsysreport.sections.tp_structure import TpStructure
+from nsysreport.sections.verdict import Bottleneck
 
 if TYPE_CHECKING:
-    import duckdb
     import polars as pl
 
 JSON_SCHEMA_VERSION = 1
@@ -268,94 +253,6 @@ def _quality(
     return DataQuality(tuple(items))
 
 
-def build_report(
-    con: duckdb.DuckDBPyConnection,
-    trace_path: Path,
-    top: int = 10,
-    timeline_step: str | None = None,
-    timeline_range: tuple[int | None, int | None] = (None, None),
-    partial: bool = False,
-    facts: Facts | None = None,
-) -> Report:
-    """Run the report queries on a loaded trace and assemble the model.
-
-    `partial`: one file of several (nsysreport.multi merges them): every kernel name is kept
-    for the merged top-N tables, and the timeline is left to the merge, which picks its window.
-    """
-    meta = run_query(con, "trace_info").rows()  # no row: the export says nothing of itself
-    trace = TraceInfo(str(trace_path), *(meta[0] if meta else (None,) * 6))
-    file = trace_path.name
-    ranks = _ranks(con)
-    gpus = build_gpus(con, file, ranks, top)
-    steps, step_stats = build_steps(con, file, ranks)
-    layers, layers_across = build_layers(con, file, ranks)
-    stragglers = build_stragglers(con, file, ranks)
-    collectives = build_collectives(con, file, ranks)
-    facts = facts or Facts()
-    hw = {(file, pid, dev): h for (pid, dev), h in hardware(con).items()}
-    data_path = build_data_path(stage_rows(con, file, ranks), collectives, hw, facts.link_peaks)
-    tp = build_tp_structure(tp_rows(con, file, ranks), collectives, layers, facts.model)
-    verdict = bottleneck(gpus, layers_across, collectives, stragglers)
-    capture = build_capture(read_facts(con), verdict.graph_opaque_pct, kineto=trace.is_kineto)
-    gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(con, file, ranks)
-    comms, comm_steps, comm_layers = with_roles(
-        *build_communicators(con, file, ranks), facts.comm_groups, _has_layers(layers)
-    )
-    verdict = with_role_sentence(verdict, comms, comm_steps, steps, gpus)
-    return Report(
-        tool_version=__version__,
-        traces=(trace,),
-        gpus=gpus,
-        steps=steps,
-        step_stats=step_stats,
-        layers=layers,
-        layers_across=layers_across,
-        collectives=collectives,
-        stragglers=stragglers,
-        top_kernels=build_kernels(con, ALL_NAMES if partial else top),
-        bottleneck=verdict,
-        timeline=None if partial else build_timeline(con, ranks, timeline_step, *timeline_range),
-        capture=capture,
-        quality=build_quality(con, file),
-        data_path=data_path,
-        tp_structure=tp,
-        gpu_metrics=gpu_metrics,
-        gpu_metrics_ignored=gpu_metrics_ignored,
-        communicators=comms,
-        communicator_steps=comm_steps,
-        communicator_layers=comm_layers,
-    )
-
-
-def with_display(
-    con: duckdb.DuckDBPyConnection,
-    report: Report,
-    top: int = 10,
-    timeline_step: str | None = None,
-    timeline_range: tuple[int | None, int | None] = (None, None),
-) -> Report:
-    """`report` (a one-file report built with other display options) with the parts that
-    --top, --timeline-step and --timeline-range choose made again from its loaded trace: each
-    GPU's longest gaps, the top kernels and the timeline. Everything else depends on the trace,
-    the patterns and the user's facts alone, so it is what build_report(con, path, top, ...)
-    would build (tests/test_cache.py checks the pages and JSON against a fresh run's), and a
-    run with another display option skips every other query."""
-    return replace(
-        report,
-        gpus=with_top_gaps(con, report.gpus, top),
-        top_kernels=build_kernels(con, top),
-        timeline=build_timeline(con, _ranks(con), timeline_step, *timeline_range),
-    )
-
-
-def _ranks(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], tuple[Any, Any, Any]]:
-    """(pid, device_id) -> (rank, host, GPU name), from gpu_rank.sql."""
-    return {
-        (pid, dev): (rank, host, name)
-        for pid, dev, rank, host, name in run_query(con, "gpu_rank").rows()
-    }
-
-
 def with_comm_groups(report: Report, specs: Sequence[CommGroupSpec]) -> Report:
     """The report with its communicators' roles named again by `specs` (--comm-group for
     `gate` and `compare`, which may read a saved JSON); the verdict's sentence stays."""
@@ -376,20 +273,6 @@ def with_comm_groups(report: Report, specs: Sequence[CommGroupSpec]) -> Report:
 def _has_layers(layers: Sequence[LayerReport]) -> bool:
     """Whether any kernel ran inside a layer range (what the role heuristics need)."""
     return any(x.layer != OUTSIDE for x in layers)
-
-
-def with_role_sentence(
-    verdict: Bottleneck,
-    comms: Sequence[CommunicatorReport],
-    comm_steps: Sequence[CommunicatorStep],
-    steps: Sequence[StepReport],
-    gpus: Sequence[GpuReport],
-) -> Bottleneck:
-    """The verdict, with a sentence on each role's exposure when two or more roles are told
-    apart (one role adds nothing to the sentence on communication as a whole)."""
-    spans = {(g.file, g.pid, g.device_id): g.span_ns for g in gpus}
-    sentence = role_sentence(role_summaries(comms, comm_steps, steps, spans))
-    return replace(verdict, summary=verdict.summary + sentence) if sentence else verdict
 
 
 def as_json(report: Report) -> dict[str, Any]:

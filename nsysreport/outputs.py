@@ -12,7 +12,7 @@ from typing import Any
 
 # Modules, not their functions: a test replaces render.render_html and json_sections to prove
 # that a warm run calls neither.
-from nsysreport import model, perfetto, picture_worker, render
+from nsysreport import model, perfetto, picture_worker, render, report_builder
 from nsysreport.analysis import Progress, Window, analyse, load_one
 from nsysreport.cache import cached_report
 from nsysreport.json_indent import object_blocks, value_blocks
@@ -145,11 +145,11 @@ def one_trace(
         nonlocal worker
         worker = worker or picture_worker.start([path])
         con = load_one(path, patterns, cache, progress)
-        return model.build_report(con, path, top, step, window, facts=facts)
+        return report_builder.build_report(con, path, top, step, window, facts=facts)
 
     def refresh(kept: Report) -> Report:
         # A report of this trace with other display options: only what they choose is new.
-        return model.with_display(
+        return report_builder.with_display(
             load_one(path, patterns, cache, progress), kept, top, step, window
         )
 
@@ -163,7 +163,7 @@ def one_trace(
         if not cache:
             worker = picture_worker.start([path])
             con = load_one(path, patterns, False, progress)
-            report = model.build_report(con, path, top, step, window, facts=facts)
+            report = report_builder.build_report(con, path, top, step, window, facts=facts)
             made = _rendered(report, want_json, generated_at, progress, perfetto_href, worker)
             if perfetto_href is None:
                 return made

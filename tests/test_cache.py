@@ -19,15 +19,25 @@ import duckdb
 import pytest
 from typer.testing import CliRunner
 
-from nsysreport import database, load, model, outputs, render, sqlite_copy, trace_cache
+from nsysreport import (
+    database,
+    load,
+    model,
+    outputs,
+    render,
+    report_builder,
+    sqlite_copy,
+    trace_cache,
+)
 from nsysreport.cache import cache_path, cached_report, report_path
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
 from nsysreport.load import open_trace
-from nsysreport.model import Report, as_json, build_report
+from nsysreport.model import Report, as_json
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
+from nsysreport.report_builder import build_report
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
 from conftest import real_trace
@@ -544,8 +554,10 @@ def test_a_report_with_other_display_options_is_made_from_a_kept_one_as_a_fresh_
     trace = stepped(tmp_path)
     report_texts(trace, tmp_path / "first", "--top", "3")
     builds: list[int] = []
-    real = model.build_report
-    monkeypatch.setattr(model, "build_report", lambda *a, **k: builds.append(1) or real(*a, **k))
+    real = report_builder.build_report
+    monkeypatch.setattr(
+        report_builder, "build_report", lambda *a, **k: builds.append(1) or real(*a, **k)
+    )
     for i, options in enumerate((("--top", "1"), ("--top", "1", "--timeline-step", "2"))):
         made = report_texts(trace, tmp_path / f"made{i}", *options)
         assert builds == []  # made again from the kept report, not built

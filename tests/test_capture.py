@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport.load import open_trace
-from nsysreport.model import as_json, build_report
+from nsysreport.model import as_json
 from nsysreport.render import render_html
+from nsysreport.report_builder import build_report
 from nsysreport.sections.capture import build_capture, summed
 from nsysreport.synth import GraphLaunch, Kernel, NvtxRange, Scenario, write_trace
 

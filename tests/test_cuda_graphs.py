@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 from nsysreport.cli import app
 from nsysreport.compare import compare
 from nsysreport.load import open_trace
-from nsysreport.model import Report, as_json, build_report
+from nsysreport.model import Report, as_json
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
+from nsysreport.report_builder import build_report
 from nsysreport.synth import (
     GraphLaunch,
     GraphNode,

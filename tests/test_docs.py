@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from nsysreport.load import open_trace
-from nsysreport.model import Report, as_json, build_report
+from nsysreport.model import Report, as_json
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
+from nsysreport.report_builder import build_report
 from nsysreport.synth import GpuMetricSample, Kernel, Scenario, write_trace
 from nsysreport.synth.rank_files import write_rank_files
 from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel

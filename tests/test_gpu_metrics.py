@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from nsysreport.load import open_trace
-from nsysreport.model import Report, as_json, build_report
+from nsysreport.model import Report, as_json
 from nsysreport.render import render_html
+from nsysreport.report_builder import build_report
 from nsysreport.sections.gpu_metrics import GpuMetric
 from nsysreport.summary import print_summary
 from nsysreport.synth import GpuMetricSample, Kernel, Memcpy, Scenario, write_trace

@@ -7,8 +7,9 @@ import re
 from pathlib import Path
 
 from nsysreport.load import open_trace
-from nsysreport.model import Report, build_report
+from nsysreport.model import Report
 from nsysreport.render import pictures, render_html
+from nsysreport.report_builder import build_report
 from nsysreport.sections.layers import OUTSIDE
 from nsysreport.sections.overview import TINY_LAYER_SHARE_PCT
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace

@@ -24,9 +24,10 @@ from nsysreport import sqlite_copy
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
 from nsysreport.load import open_trace
-from nsysreport.model import as_json, build_report
+from nsysreport.model import as_json
 from nsysreport.queries import run_query
 from nsysreport.raw_tables import RAW_TABLES
+from nsysreport.report_builder import build_report
 from nsysreport.synth import Kernel, Memcpy, NvtxRange, Scenario, write_trace
 from nsysreport.trace_file import check_file
 

@@ -15,10 +15,11 @@ from typer.testing import CliRunner
 from nsysreport.cli import app
 from nsysreport.errors import TraceError
 from nsysreport.load import open_trace
-from nsysreport.model import JSON_SCHEMA_VERSION, JSON_SECTIONS, Report, as_json, build_report
+from nsysreport.model import JSON_SCHEMA_VERSION, JSON_SECTIONS, Report, as_json
 from nsysreport.multi import build_multi_report
 from nsysreport.outputs import json_text
 from nsysreport.patterns import Patterns
+from nsysreport.report_builder import build_report
 from nsysreport.synth import Kernel, Memcpy, NvtxRange, Scenario, write_trace
 
 SAMPLES = Path(__file__).parents[1] / "sample_traces"

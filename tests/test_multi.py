@@ -117,7 +117,7 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
 ) -> None:
     import polars as pl
 
-    from nsysreport import multi
+    from nsysreport import report_builder
 
     # Three GPUs (stand-in pids 0-2). AllReduce: 3 instances each, start times below. Broadcast
     # ran 2 times on GPU 0 and 3 on GPU 1: unmatched, though a slice holding only its first
@@ -133,7 +133,7 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
     ranks = {("f", g, 0): (g, "test") for g in starts}
 
     def figures() -> list[tuple[int, int, int, int, int, int | None]]:
-        found = multi._stragglers(collective, ranks)
+        found = report_builder._stragglers(collective, ranks)
         assert [(u["op"], u["rank"], u["instances"]) for u in found.unmatched] == [
             ("Broadcast", 0, 2),
             ("Broadcast", 1, 3),
@@ -148,7 +148,7 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
     # 0, 5 for GPU 1 (skew 5, caused 10); instance 3 starts together: no last arriver.
     expected = [(0, 3, 0, 35, 0, None), (1, 3, 1, 20, 10, 5), (2, 3, 1, 5, 50, 30)]
     assert figures() == expected  # 16 instances: one slice
-    monkeypatch.setattr(multi, "SLICE_INSTANCES", 2)  # 8 slices: one ordinal in each
+    monkeypatch.setattr(report_builder, "SLICE_INSTANCES", 2)  # 8 slices: one ordinal in each
     assert figures() == expected
 
 

@@ -12,8 +12,9 @@ import polars as pl
 import pytest
 
 from nsysreport.load import open_trace
-from nsysreport.model import Report, as_json, build_report
+from nsysreport.model import Report, as_json
 from nsysreport.notebook import report_frames
+from nsysreport.report_builder import build_report
 from nsysreport.synth import Kernel, Scenario, write_trace
 
 from conftest import REPO

@@ -10,9 +10,10 @@ from typer.testing import CliRunner
 
 from nsysreport.cli import app
 from nsysreport.load import open_trace
-from nsysreport.model import as_json, build_report
+from nsysreport.model import as_json
 from nsysreport.patterns import Patterns
 from nsysreport.queries import run_query
+from nsysreport.report_builder import build_report
 from nsysreport.sections.gpu_breakdown import what_if
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 

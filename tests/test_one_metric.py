@@ -13,8 +13,9 @@ from nsysreport.cli import app
 from nsysreport.compare import compare
 from nsysreport.gate import gate_report
 from nsysreport.load import open_trace
-from nsysreport.model import Report, as_json, build_report
+from nsysreport.model import Report, as_json
 from nsysreport.render import render_html
+from nsysreport.report_builder import build_report
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"

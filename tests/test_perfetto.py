@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from nsysreport import perfetto
 from nsysreport.cli import app
 from nsysreport.load import open_trace
-from nsysreport.model import build_report
+from nsysreport.report_builder import build_report
 from nsysreport.synth import ApiCall, Kernel, NvtxRange, Scenario, write_trace
 
 from conftest import real_trace

@@ -16,9 +16,10 @@ import pytest
 
 from nsysreport.errors import OptionError
 from nsysreport.load import open_trace
-from nsysreport.model import Report, build_report
+from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.render import pictures, render_html, write_pdf
+from nsysreport.report_builder import build_report
 from nsysreport.sections.overview import build_overview
 from nsysreport.synth import Kernel, Memcpy, NvtxRange, Scenario, write_trace
 

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from nsysreport.load import open_trace
-from nsysreport.model import build_report
 from nsysreport.queries import run_query
 from nsysreport.render import render_html
+from nsysreport.report_builder import build_report
 from nsysreport.synth import Kernel, NvtxRange, write_trace
 from nsysreport.synth.simulate import (
     ALLGATHER,

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
 import pytest
 
 from nsysreport.errors import OptionError
 from nsysreport.queries import run_query
-from nsysreport.sections.timeline import DEFAULT_ACTIVITIES, build_timeline
+from nsysreport.report_builder import build_report
+from nsysreport.sections.timeline import DEFAULT_ACTIVITIES, Timeline
 from nsysreport.synth import Kernel, Memcpy, NvtxRange, Scenario
 
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel"
@@ -53,7 +55,16 @@ def con(write_and_open: Open) -> duckdb.DuckDBPyConnection:
     return write_and_open(three_steps())
 
 
-RANKS = {(100, 0): (0, None, None), (101, 1): (1, None, None)}
+def build_timeline(
+    con: duckdb.DuckDBPyConnection,
+    step: str | None = None,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+) -> Timeline | None:
+    """The timeline of the report of the trace loaded in `con` (its GPUs ranked by pid)."""
+    return build_report(
+        con, Path("t.sqlite"), timeline_step=step, timeline_range=(start_ns, end_ns)
+    ).timeline
 
 
 def test_steps_are_matched_across_gpus_by_their_order(con: duckdb.DuckDBPyConnection) -> None:
@@ -69,7 +80,7 @@ def test_steps_are_matched_across_gpus_by_their_order(con: duckdb.DuckDBPyConnec
 def test_by_default_the_timeline_shows_the_median_step_on_every_gpu(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    t = build_timeline(con, RANKS)
+    t = build_timeline(con)
     assert t is not None
     assert (t.basis, t.step_name, t.steps) == ("median step", "step 2", 3)
     assert (t.start_ns, t.end_ns, t.duration_ns) == (30_000, 32_600, 2_600)
@@ -96,8 +107,8 @@ def test_by_default_the_timeline_shows_the_median_step_on_every_gpu(
 
 
 def test_a_step_is_chosen_by_name_or_number(con: duckdb.DuckDBPyConnection) -> None:
-    by_name = build_timeline(con, RANKS, step="step 1")
-    by_number = build_timeline(con, RANKS, step="1")
+    by_name = build_timeline(con, step="step 1")
+    by_number = build_timeline(con, step="1")
     assert by_name is not None and by_number is not None
     assert by_name == by_number
     assert (by_name.basis, by_name.start_ns, by_name.end_ns) == ("chosen step", 20_000, 23_100)
@@ -105,13 +116,13 @@ def test_a_step_is_chosen_by_name_or_number(con: duckdb.DuckDBPyConnection) -> N
 
 def test_an_unknown_step_names_the_ones_there_are(con: duckdb.DuckDBPyConnection) -> None:
     with pytest.raises(OptionError, match=r"'step 9' is not in .* step 0, step 1, step 2$"):
-        build_timeline(con, RANKS, step="step 9")
+        build_timeline(con, step="step 9")
 
 
 def test_a_time_range_counts_from_the_first_activity_and_clips_what_crosses_it(
     con: duckdb.DuckDBPyConnection,
 ) -> None:
-    t = build_timeline(con, RANKS, start_ns=500, end_ns=1_200)
+    t = build_timeline(con, start_ns=500, end_ns=1_200)
     assert t is not None
     assert (t.basis, t.start_ns, t.end_ns) == ("chosen range", 10_500, 11_200)
     gpu0 = t.gpus[0]
@@ -119,7 +130,7 @@ def test_a_time_range_counts_from_the_first_activity_and_clips_what_crosses_it(
     assert gpu0.lanes[1].pieces == {"comm": ((300, 700),)}  # all-reduce [10800, 11500)
     assert gpu0.exposed_comm == ((500, 700),)
     with pytest.raises(OptionError, match="must come after the start"):
-        build_timeline(con, RANKS, start_ns=900, end_ns=900)
+        build_timeline(con, start_ns=900, end_ns=900)
 
 
 def test_the_window_query_is_capped_and_says_how_much_it_left_out(
@@ -147,7 +158,7 @@ def test_an_empty_window_has_no_rows(con: duckdb.DuckDBPyConnection) -> None:
 
 def test_without_steps_a_small_trace_is_shown_whole(write_and_open: Open) -> None:
     con = write_and_open(Scenario(kernels=[Kernel(1_000, 2_000, GEMM), Kernel(2_500, 2_500, NORM)]))
-    t = build_timeline(con, {(100, 0): (0, None, None)})
+    t = build_timeline(con)
     assert t is not None
     assert (t.basis, t.start_ns, t.end_ns, t.step_name) == ("whole trace", 1_000, 2_000, None)
     # The kernel with end <= start carries no time: it is not drawn.
@@ -169,7 +180,7 @@ def test_without_steps_a_large_trace_shows_a_window_of_fixed_size_from_its_middl
         "start_ns": 1_000 * lo,
         "end_ns": 1_000 * (lo + DEFAULT_ACTIVITIES),
     }
-    t = build_timeline(con, {(100, 0): (0, None, None)})
+    t = build_timeline(con)
     assert t is not None and t.basis == "middle of the trace"
     assert len(t.gpus[0].lanes[0].pieces["gemm"]) == DEFAULT_ACTIVITIES
 
@@ -177,14 +188,14 @@ def test_without_steps_a_large_trace_shows_a_window_of_fixed_size_from_its_middl
 def test_a_trace_without_gpu_activity_has_no_timeline(write_and_open: Open) -> None:
     con = write_and_open(Scenario(kernels=[Kernel(5, 5, GEMM)]))
     assert run_query(con, "activity_middle").height == 0
-    assert build_timeline(con, {(100, 0): (0, None, None)}) is None
+    assert build_timeline(con) is None
 
 
 def test_a_window_with_too_much_in_it_is_drawn_up_to_where_the_cap_cut_it(
     con: duckdb.DuckDBPyConnection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("nsysreport.sections.timeline.MAX_ROWS", 5)
-    t = build_timeline(con, RANKS, step="step 0")
+    monkeypatch.setattr("nsysreport.report_builder.MAX_ROWS", 5)
+    t = build_timeline(con, step="step 0")
     assert t is not None and t.truncated
     # The five earliest pieces start at 10000 (GEMMs), 10800 and 10900 (all-reduces) and 11000
     # (GPU 0's exposed stretch): everything starting before 11000 is there, so that is the end.

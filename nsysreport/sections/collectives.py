@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
-
-from nsysreport.queries import run_query
-
-if TYPE_CHECKING:
-    import duckdb
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,32 +106,12 @@ def regroup(
 
 
 def build_collectives(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> tuple[CollectiveReport, ...]:
-    rows = run_query(con, "collective_summary").to_dicts()
-    out = [
-        CollectiveReport(file=file, rank=ranks[(r["pid"], r["device_id"])][0], **r) for r in rows
-    ]
-    return tuple(sorted(out, key=lambda c: (c.rank, c.pid, c.device_id, -c.total_ns, c.op)))
-
-
-def build_stragglers(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> Stragglers:
-    gpus = tuple(
-        sorted(
-            (
-                StragglerGpu(file=file, rank=ranks[(r["pid"], r["device_id"])][0], **r)
-                for r in run_query(con, "straggler_gpu").to_dicts()
-            ),
-            key=lambda g: (g.rank, g.pid, g.device_id),
-        )
-    )
-    unmatched = tuple(
-        {**r, "file": file, "rank": ranks[(r["pid"], r["device_id"])][0]}
-        for r in run_query(con, "straggler_unmatched").to_dicts()
-    )
-    return stragglers_of(gpus, unmatched)
+    rows: Iterable[dict[str, Any]], rank: Mapping[tuple[str, int, int], int]
+) -> list[CollectiveReport]:
+    """Each collective op of each GPU, from collective_summary's stacked rows (a `file`
+    column), in report order."""
+    out = [CollectiveReport(rank=rank[(r["file"], r["pid"], r["device_id"])], **r) for r in rows]
+    return sorted(out, key=lambda c: (c.rank, c.file, c.pid, c.device_id, -c.total_ns, c.op))
 
 
 def stragglers_of(

@@ -4,18 +4,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nsysreport.errors import OptionError
-from nsysreport.queries import run_query
 from nsysreport.sections.collectives import COUNTED, bus_factor
 from nsysreport.units import pct
 
 if TYPE_CHECKING:
-    import duckdb
-
     from nsysreport.sections.steps import StepReport
 
 ROLES = {"tp": "tensor-parallel", "dp": "data-parallel", "pp": "pipeline", "ep": "expert-parallel"}
@@ -166,13 +163,12 @@ class RoleSummary:
     ops: str  # its collective ops, comma-separated
 
 
-def _name(row: Mapping[str, Any], rank_of: Mapping[str, int], own_rank: int) -> str:
+def _name(row: Mapping[str, Any], members: Sequence[int], own_rank: int) -> str:
     """The communicator's name for the report: the process group, else its stream and ranks."""
     if row["comm_source"] == "trace metadata":
         return str(row["channel"])
     if row["comm_source"] == "matched instances":
-        ranks = sorted(rank_of[k] for k in row["members"].split(","))
-        return f"{row['channel']}, ranks {_ranks_text(ranks)}"
+        return f"{row['channel']}, ranks {_ranks_text(members)}"
     return f"{row['channel']} of rank {own_rank}"
 
 
@@ -184,29 +180,33 @@ def _ranks_text(ranks: Sequence[int]) -> str:
 
 
 def build_communicators(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> tuple[
-    tuple[CommunicatorReport, ...], tuple[CommunicatorStep, ...], tuple[CommunicatorLayer, ...]
-]:
-    """One file's communicators per GPU, their steps and layers (roles not yet assigned)."""
-    rank_of = {f"{pid}:{dev}": v[0] for (pid, dev), v in ranks.items()}
-    waits = {
-        (r["pid"], r["device_id"], r["communicator"]): r
-        for r in run_query(con, "communicator_straggler").to_dicts()
-    }
+    summary: Iterable[dict[str, Any]],
+    steps: Iterable[dict[str, Any]],
+    layers: Iterable[dict[str, Any]],
+    waits: Iterable[dict[str, Any]],
+    rank: Mapping[tuple[str, int, int], int],
+) -> tuple[list[CommunicatorReport], list[CommunicatorStep], list[CommunicatorLayer]]:
+    """Each file's communicators per GPU, their steps and layers (roles not yet assigned), from
+    the stacked rows (a `file` column) of communicator_summary, communicator_step,
+    communicator_layer and communicator_straggler. A communicator's members are the ranks of
+    the GPUs its file matched (`members`: pid:device_id in that file). In the rows' order: the
+    report builder sorts them once every file's are in."""
+    found = {(r["file"], r["pid"], r["device_id"], r["communicator"]): r for r in waits}
     rows, names = [], {}
-    for r in run_query(con, "communicator_summary").to_dicts():
-        rank = ranks[(r["pid"], r["device_id"])][0]
-        name = _name(r, rank_of, rank)
-        names[(r["pid"], r["device_id"], r["channel"])] = name
+    for r in summary:
+        file, pid, dev = r["file"], r["pid"], r["device_id"]
+        own = rank[(file, pid, dev)]
         if r["comm_source"] == "trace metadata" and r["comm_ranks"]:
             members = tuple(int(x) for x in r["comm_ranks"].split(","))
         else:
-            members = tuple(sorted(rank_of[k] for k in r["members"].split(",")))
-        w = waits.get((r["pid"], r["device_id"], r["communicator"]), {})
+            keys = [k.split(":") for k in r["members"].split(",")]
+            members = tuple(sorted(rank[(file, int(p), int(d))] for p, d in keys))
+        name = _name(r, members, own)
+        names[(file, pid, dev, r["channel"])] = name
+        w = found.get((file, pid, dev, r["communicator"]), {})
         rows.append(
             CommunicatorReport(
-                file=file, pid=r["pid"], device_id=r["device_id"], rank=rank,
+                file=file, pid=pid, device_id=dev, rank=own,
                 communicator=name, channel=r["channel"], source=r["comm_source"],
                 members=members, member_keys=r["members"], description=r["comm_desc"],
                 group_size=r["group_size"], group_source=r["group_source"], role=None,
@@ -219,35 +219,23 @@ def build_communicators(
                 caused_wait_ns=w.get("caused_wait_ns", 0),
             )
         )  # fmt: skip
-    steps = tuple(
-        CommunicatorStep(
-            file,
-            r["pid"],
-            r["device_id"],
-            ranks[(r["pid"], r["device_id"])][0],
-            r["step_ordinal"],
-            names[(r["pid"], r["device_id"], r["channel"])],
-            None,
-            r["comm_ns"],
-            r["exposed_ns"],
-        )
-        for r in run_query(con, "communicator_step").to_dicts()
-    )
-    layers = tuple(
-        CommunicatorLayer(
-            file,
-            r["pid"],
-            r["device_id"],
-            ranks[(r["pid"], r["device_id"])][0],
-            r["layer"],
-            names[(r["pid"], r["device_id"], r["channel"])],
-            None,
-            r["count"],
-            r["total_ns"],
-        )
-        for r in run_query(con, "communicator_layer").to_dicts()
-    )
-    return tuple(rows), steps, layers
+
+    def gpu(r: Mapping[str, Any]) -> tuple[str, int, int, int]:
+        file, pid, dev = r["file"], r["pid"], r["device_id"]
+        return file, pid, dev, rank[(file, pid, dev)]
+
+    def name(r: Mapping[str, Any]) -> str:
+        return names[(r["file"], r["pid"], r["device_id"], r["channel"])]
+
+    step_rows = [
+        CommunicatorStep(*gpu(r), r["step_ordinal"], name(r), None, r["comm_ns"], r["exposed_ns"])
+        for r in steps
+    ]
+    layer_rows = [
+        CommunicatorLayer(*gpu(r), r["layer"], name(r), None, r["count"], r["total_ns"])
+        for r in layers
+    ]
+    return rows, step_rows, layer_rows
 
 
 def _matches(spec: CommGroupSpec, rows: Sequence[CommunicatorReport]) -> bool:
@@ -400,37 +388,6 @@ _COLLECTIVES = {
     "SendRecv": "send/receives",
     "Broadcast": "broadcasts",
 }
-
-
-def renumbered(
-    rows: Sequence[CommunicatorReport],
-    steps: Sequence[CommunicatorStep],
-    layers: Sequence[CommunicatorLayer],
-    file: str,
-    rank: Callable[[int, int], int],
-) -> tuple[list[CommunicatorReport], list[CommunicatorStep], list[CommunicatorLayer]]:
-    """One file's rows in a report over several files: its GPUs' ranks are `rank(pid,
-    device_id)`, and the communicators found by matched instances or by stream are named by
-    those ranks (a process group keeps its name and the ranks the trace records)."""
-    names: dict[tuple[int, int, str], str] = {}
-    out = []
-    for r in rows:
-        own = rank(r.pid, r.device_id)
-        members, name = r.members, r.communicator
-        if r.source == "matched instances":
-            keys = [k.split(":") for k in r.member_keys.split(",")]
-            members = tuple(sorted(rank(int(p), int(d)) for p, d in keys))
-            name = f"{r.channel}, ranks {_ranks_text(members)}"
-        elif r.source == "stream":
-            members, name = (own,), f"{r.channel} of rank {own}"
-        names[(r.pid, r.device_id, r.communicator)] = name
-        out.append(replace(r, file=file, rank=own, members=members, communicator=name))
-
-    def moved(x: Any) -> Any:
-        name = names[(x.pid, x.device_id, x.communicator)]
-        return replace(x, file=file, rank=rank(x.pid, x.device_id), communicator=name)
-
-    return out, [moved(s) for s in steps], [moved(x) for x in layers]
 
 
 def matched_across(

@@ -6,17 +6,13 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nsysreport import ceilings
 from nsysreport.ceilings import Ceiling, GpuHardware
-from nsysreport.queries import run_query
 from nsysreport.sections.collectives import CollectiveReport, bus_factor
 from nsysreport.sections.gpu_metrics import GpuMetric
 from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
-
-if TYPE_CHECKING:
-    import duckdb
 
 # The bound rule (docs/metrics.md, "Data path"). A stage whose bytes at the ceiling would take
 # less than LATENCY_UTILISATION_PCT of its time pays mostly per-call cost (latency, and, for a
@@ -113,44 +109,32 @@ class NarrowestStage:
     summary: str
 
 
-def stage_rows(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> list[dict[str, Any]]:
-    """data_path_stage's rows with the file and rank, ceilings not yet applied."""
-    return ranked_rows(con, "data_path_stage", file, ranks)
-
-
-def ranked_rows(
-    con: duckdb.DuckDBPyConnection, query: str, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> list[dict[str, Any]]:
-    """A query's rows per GPU, each with its file and rank."""
-    return [
-        {"file": file, "rank": ranks[(r["pid"], r["device_id"])][0], **r}
-        for r in run_query(con, query).to_dicts()
-    ]
-
-
-def hardware(con: duckdb.DuckDBPyConnection) -> dict[tuple[int, int], GpuHardware]:
+def hardware(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int, int], GpuHardware]:
+    """What gpu_hardware's stacked rows (a `file` column) tell of each GPU."""
     out = {}
-    for r in run_query(con, "gpu_hardware").to_dicts():
-        key = (r.pop("pid"), r.pop("device_id"))
+    for r in rows:
+        r = dict(r)
+        key = (r.pop("file"), r.pop("pid"), r.pop("device_id"))
         out[key] = GpuHardware(**r)
     return out
 
 
 def build_data_path(
     rows: Iterable[Mapping[str, Any]],
+    rank: Mapping[tuple[str, int, int], int],
     collectives: Sequence[CollectiveReport],
     hw: Mapping[tuple[str, int, int], GpuHardware],
     user: Mapping[str, float],
     hosts: Mapping[str, int] | None = None,
 ) -> tuple[DataPathRow, ...]:
-    """Each stage row with its ceiling, bandwidths, utilisation and bound. `hw` by (file, pid,
-    device_id); `hosts`: per collective op, the hosts its GPUs are on (above 1: the network)."""
+    """Each stage row (data_path_stage's stacked rows, a `file` column) with its ceiling,
+    bandwidths, utilisation and bound. `hw` by (file, pid, device_id); `hosts`: per collective
+    op, the hosts its GPUs are on (above 1: the network)."""
     groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
     out = []
     for r in rows:
         key = (r["file"], r["pid"], r["device_id"])
+        r = {**r, "rank": rank[key]}
         gpu = hw.get(key) or GpuHardware(None, None, None, None, None)
         n = groups.get((*key, r["stage"])) if r["kind"] == "collective" else None
         between_hosts = r["kind"] == "collective" and (
@@ -392,37 +376,6 @@ def _sentence(s: NarrowestStage) -> str:
         f"they leave {fmt_ns(s.exposed_ns)} exposed ({s.share_pct:.1f}% of all GPUs' time). "
         f"{move}"
     ).strip()
-
-
-def regroup_rows(
-    rows: Sequence[DataPathRow],
-    collectives: Sequence[CollectiveReport],
-    hosts: Mapping[str, int],
-    user: Mapping[str, float],
-    gpu_names: Mapping[tuple[str, int, int], str | None],
-) -> tuple[DataPathRow, ...]:
-    """Several files' rows again, with the group sizes of all files' GPUs and the network as
-    the link of a collective whose GPUs are on several hosts, or too many for one."""
-    groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
-    out = []
-    for r in rows:
-        raw = {k: getattr(r, k) for k in _RAW_FIELDS}
-        ceiling = Ceiling(r.link, r.peak_gbps, r.peak_source)
-        n = r.group_gpus
-        if r.kind == "collective":
-            n = groups.get((r.file, r.pid, r.device_id, r.stage), n)
-            named = GpuHardware(gpu_names.get((r.file, r.pid, r.device_id)), None, None, None, None)
-            if hosts.get(r.stage, 1) > 1 or ceilings.spans_hosts(named, n):
-                ceiling = ceilings.gpu_to_gpu(named, user, True)
-        out.append(derive(raw, n, ceiling))
-    return tuple(sorted(out, key=lambda x: (x.rank, x.file, x.pid, x.device_id, -x.time_ns)))
-
-
-_RAW_FIELDS = (
-    "file", "pid", "device_id", "rank", "kind", "stage", "count", "sized", "bytes", "time_ns",
-    "timed_ns", "exposed_ns", "sizes", "min_bytes", "max_bytes", "fit_alpha_ns",
-    "fit_ns_per_byte", "fit_r2",
-)  # fmt: skip
 
 
 def bound_rule() -> str:

@@ -12,6 +12,7 @@ from nsysreport.units import pct
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,27 +121,29 @@ def what_if(m: Mapping[str, Any]) -> WhatIf:
     )
 
 
+GpuKey = tuple[str, int, int]  # (file, pid, device_id)
+GpuLabel = tuple[int, str | None, str | None]  # (rank, host, GPU name)
+
+
 def build_gpus(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any], top: int
+    frames: Mapping[str, pl.DataFrame], labels: Mapping[GpuKey, GpuLabel]
 ) -> tuple[GpuReport, ...]:
-    summaries = {(r["pid"], r["device_id"]): r for r in run_query(con, "gap_summary").to_dicts()}
-    histograms = group_by_gpu(run_query(con, "gap_histogram").to_dicts())
-    tops = gap_tops(con, top)
-    unplaced = {
-        (r["pid"], r["device_id"]): r["no_layer_no_origin"]
-        for r in run_query(con, "graph_layer_gap").to_dicts()
-    }
+    """Every GPU's row from the stacked frames (a `file` column) of gpu_breakdown, gap_summary,
+    gap_histogram, gap_top and graph_layer_gap."""
+    summaries = {gpu_key(r): r for r in frames["gap_summary"].to_dicts()}
+    histograms = group_by_gpu(frames["gap_histogram"].to_dicts())
+    tops = group_by_gpu(frames["gap_top"].to_dicts())
+    unplaced = {gpu_key(r): r["no_layer_no_origin"] for r in frames["graph_layer_gap"].to_dicts()}
     gpus = []
-    for row in run_query(con, "gpu_breakdown").to_dicts():
-        key = (row["pid"], row["device_id"])
-        rank, host, gpu_name = ranks[key]
+    for row in frames["gpu_breakdown"].to_dicts():
+        key = gpu_key(row)
+        rank, host, gpu_name = labels[key]
         gaps = _gap_stats(
             summaries.get(key), histograms.get(key, []), tops.get(key, []), row["first_start_ns"]
         )
         fields = {k: v for k, v in row.items() if k not in ("first_start_ns", "last_end_ns")}
         gpus.append(
             GpuReport(
-                file=file,
                 rank=rank,
                 host=host,
                 gpu_name=gpu_name,
@@ -150,22 +153,17 @@ def build_gpus(
                 **fields,
             )
         )
-    return tuple(sorted(gpus, key=lambda g: (g.rank, g.pid, g.device_id)))
-
-
-def gap_tops(
-    con: duckdb.DuckDBPyConnection, top: int
-) -> dict[tuple[int, int], list[dict[str, Any]]]:
-    """The `top` longest gaps of each GPU, as gap_top.sql gives them."""
-    return group_by_gpu(run_query(con, "gap_top", {"top": top}).to_dicts())
+    return tuple(sorted(gpus, key=lambda g: (g.rank, g.file, g.pid, g.device_id)))
 
 
 def with_top_gaps(
     con: duckdb.DuckDBPyConnection, gpus: Sequence[GpuReport], top: int
 ) -> tuple[GpuReport, ...]:
-    """`gpus` with their `top` longest gaps, all else as it is (the only part of a GPU's row
-    that --top changes)."""
-    tops = gap_tops(con, top)
+    """`gpus` (of the one trace loaded in `con`) with their `top` longest gaps, all else as it
+    is (the only part of a GPU's row that --top changes)."""
+    tops = group_by_gpu(
+        [{"file": g.file, **r} for g in gpus[:1] for r in gap_top_rows(con, top).to_dicts()]
+    )
     first = {
         (r["pid"], r["device_id"]): r["first_start_ns"]
         for r in run_query(con, "gpu_breakdown").to_dicts()
@@ -174,17 +172,30 @@ def with_top_gaps(
         replace(
             g,
             gaps=replace(
-                g.gaps, top=_gaps(tops.get((g.pid, g.device_id), []), first[(g.pid, g.device_id)])
+                g.gaps,
+                top=_gaps(tops.get(gpu_key(g), []), first[(g.pid, g.device_id)]),
             ),
         )
         for g in gpus
     )
 
 
-def group_by_gpu(rows: list[dict[str, Any]]) -> dict[tuple[int, int], list[dict[str, Any]]]:
-    grouped: dict[tuple[int, int], list[dict[str, Any]]] = {}
+def gap_top_rows(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
+    """The `top` longest gaps of each GPU, as gap_top.sql gives them."""
+    return run_query(con, "gap_top", {"top": top})
+
+
+def gpu_key(row: Mapping[str, Any] | Any) -> GpuKey:
+    """(file, pid, device_id) of a row (a dict) or of a model object."""
+    if isinstance(row, Mapping):
+        return (row["file"], row["pid"], row["device_id"])
+    return (row.file, row.pid, row.device_id)
+
+
+def group_by_gpu(rows: list[dict[str, Any]]) -> dict[GpuKey, list[dict[str, Any]]]:
+    grouped: dict[GpuKey, list[dict[str, Any]]] = {}
     for r in rows:
-        grouped.setdefault((r["pid"], r["device_id"]), []).append(r)
+        grouped.setdefault(gpu_key(r), []).append(r)
     return grouped
 
 

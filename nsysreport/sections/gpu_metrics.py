@@ -3,14 +3,9 @@ its exposed communication and its copies (queries/report/gpu_metric_summary.sql)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from nsysreport.queries import run_query
-
-if TYPE_CHECKING:
-    import duckdb
+from typing import Any
 
 # The families in the order the report shows them, with their column headings
 # (queries/views/gpu_metric_series.sql maps nsys's counter names to them).
@@ -68,17 +63,14 @@ class GpuMetricTable:
 
 
 def build_gpu_metrics(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
+    summary: Iterable[dict[str, Any]],
+    ignored: Iterable[dict[str, Any]],
+    rank: Mapping[tuple[str, int, int], int],
 ) -> tuple[tuple[GpuMetric, ...], tuple[IgnoredGpuMetric, ...]]:
-    """The families of every GPU of the report, and the counters left out."""
-    rows = [
-        GpuMetric(file=file, rank=ranks[(r["pid"], r["device_id"])][0], **r)
-        for r in run_query(con, "gpu_metric_summary").to_dicts()
-    ]
-    ignored = tuple(
-        IgnoredGpuMetric(file=file, **r) for r in run_query(con, "gpu_metric_ignored").to_dicts()
-    )
-    return tuple(sorted(rows, key=metric_order)), ignored
+    """The families of every GPU (gpu_metric_summary's stacked rows, a `file` column), and the
+    counters left out (gpu_metric_ignored's)."""
+    rows = [GpuMetric(rank=rank[(r["file"], r["pid"], r["device_id"])], **r) for r in summary]
+    return tuple(sorted(rows, key=metric_order)), tuple(IgnoredGpuMetric(**r) for r in ignored)
 
 
 def metric_order(m: GpuMetric) -> tuple[int, str, int, int, int]:

@@ -3,14 +3,9 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from nsysreport.queries import run_query
-
-if TYPE_CHECKING:
-    import duckdb
+from typing import Any
 
 OUTSIDE = "(outside layers)"
 
@@ -54,15 +49,15 @@ class LayerAcrossGpus:
 
 
 def build_layers(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
+    rows: Iterable[dict[str, Any]], rank: Mapping[tuple[str, int, int], int]
 ) -> tuple[tuple[LayerReport, ...], tuple[LayerAcrossGpus, ...]]:
-    layers = tuple(
-        LayerReport(file=file, rank=ranks[(r["pid"], r["device_id"])][0], **r)
-        for r in run_query(con, "layer_summary").to_dicts()
-    )
-    if all(layer.layer == OUTSIDE for layer in layers):
-        return (), ()  # no range matched the layer pattern: nothing to say per layer
-    return layers, tuple(across_gpus(layers))
+    """Each layer of each GPU, from layer_summary's stacked rows (a `file` column). A file none
+    of whose ranges matched the layer pattern says nothing per layer: its rows are left out."""
+    layers = [LayerReport(rank=rank[(r["file"], r["pid"], r["device_id"])], **r) for r in rows]
+    with_layers = {x.file for x in layers if x.layer != OUTSIDE}
+    kept = [x for x in layers if x.file in with_layers]
+    kept.sort(key=lambda x: (x.rank, x.file, x.pid, x.device_id, x.exposed_rank))
+    return tuple(kept), tuple(across_gpus(tuple(kept)))
 
 
 def across_gpus(layers: tuple[LayerReport, ...]) -> list[LayerAcrossGpus]:

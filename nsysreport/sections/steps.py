@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from nsysreport.queries import run_query
 from nsysreport.sections.gpu_breakdown import BREAKDOWN_FIELDS, WhatIf, iter_breakdown, what_if
 from nsysreport.units import pct
-
-if TYPE_CHECKING:
-    import duckdb
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +94,16 @@ def step_shares(steps: Sequence[StepReport], part: str) -> tuple[StepShare, ...]
 
 
 def build_steps(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
+    rows: Iterable[dict[str, Any]], rank: Mapping[tuple[str, int, int], int]
 ) -> tuple[tuple[StepReport, ...], tuple[StepStats, ...]]:
+    """Each step of each GPU, from step_breakdown's stacked rows (a `file` column)."""
     steps = []
-    for row in run_query(con, "step_breakdown").to_dicts():
-        rank = ranks[(row["pid"], row["device_id"])][0]
+    for row in rows:
         row["index"] = row.pop("step_index")
         row["ordinal"] = row.pop("step_ordinal")
-        steps.append(StepReport(file=file, rank=rank, what_if=what_if(row), **row))
-    steps.sort(key=lambda s: (s.rank, s.pid, s.device_id, s.ordinal))
+        key = (row["file"], row["pid"], row["device_id"])
+        steps.append(StepReport(rank=rank[key], what_if=what_if(row), **row))
+    steps.sort(key=lambda s: (s.rank, s.file, s.pid, s.device_id, s.ordinal))
     return tuple(steps), tuple(_stats(steps))
 
 

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nsysreport.errors import OptionError
-from nsysreport.queries import run_query
 from nsysreport.units import pct
-
-if TYPE_CHECKING:
-    import duckdb
 
 # Rows the timeline draws at most: the picture never grows with the trace.
 MAX_ROWS = 6000
@@ -64,37 +60,6 @@ class Timeline:
     def truncated(self) -> bool:
         """The window held more than MAX_ROWS pieces: only its first part is drawn."""
         return self.duration_ns < self.window_ns
-
-
-def build_timeline(
-    con: duckdb.DuckDBPyConnection,
-    ranks: Mapping[tuple[int, int], Any],
-    step: str | None = None,
-    start_ns: int | None = None,
-    end_ns: int | None = None,
-) -> Timeline | None:
-    """The window to draw: `step` (a name or its number), else [start_ns, end_ns) counted from
-    the first activity, else the median step, else the middle of the trace. None: no activity."""
-    steps = run_query(con, "step_span").to_dicts()
-    # The middle window needs the activities sorted; only ask for it when it is the one drawn.
-    default = step is None and start_ns is None and end_ns is None and not steps
-    wanted = DEFAULT_ACTIVITIES if default else EVERY_ACTIVITY
-    middle = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
-    if not middle:
-        return None
-    first_ns = middle[0]["first_ns"]
-    basis, step_name, lo, hi = choose_window(steps, middle[0], step, start_ns, end_ns)
-    params = {"start_ns": lo, "end_ns": hi, "max_rows": MAX_ROWS}
-    rows = run_query(con, "timeline_window", params).to_dicts()
-    window_rows = rows[0]["window_rows"] if rows else 0
-
-    def rank_of(file: str | None, pid: int, device_id: int) -> int:
-        return int(ranks[(pid, device_id)][0])
-
-    # The rows are the earliest by start time: when the window held more, every piece that
-    # starts before the last start returned is there, so the drawing stops at that instant.
-    cut = max(r["start_ns"] for r in rows) if window_rows > len(rows) else None
-    return assemble(basis, step_name, len(steps), lo, hi, first_ns, rows, window_rows, rank_of, cut)
 
 
 RankOf = Callable[[str | None, int, int], int]  # (file, pid, device_id) -> rank

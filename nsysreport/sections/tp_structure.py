@@ -6,15 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from nsysreport.sections.collectives import CollectiveReport, bus_factor
-from nsysreport.sections.data_path import ranked_rows
 from nsysreport.sections.layers import LayerReport
 from nsysreport.user_facts import ModelShape
-
-if TYPE_CHECKING:
-    import duckdb
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,21 +32,16 @@ class TpStructure:
     expected_bus_bytes: float | None  # 2(TP-1)/TP of it, TP the group size
 
 
-def tp_rows(
-    con: duckdb.DuckDBPyConnection, file: str, ranks: Mapping[tuple[int, int], Any]
-) -> list[dict[str, Any]]:
-    """layer_collective's rows with the file and rank."""
-    return ranked_rows(con, "layer_collective", file, ranks)
-
-
 def build_tp_structure(
     rows: Iterable[Mapping[str, Any]],
+    rank: Mapping[tuple[str, int, int], int],
     collectives: Sequence[CollectiveReport],
     layers: Sequence[LayerReport],
     model: ModelShape | None,
 ) -> tuple[TpStructure, ...]:
     """Calls per layer occurrence (layer_summary's occurrences, all layers of the GPU) and
-    bytes against --model's, per GPU and op."""
+    bytes against --model's, per GPU and op; `rows`: layer_collective's stacked rows (a `file`
+    column)."""
     groups = {(c.file, c.pid, c.device_id, c.op): c.group_gpus for c in collectives}
     occurrences: dict[tuple[str, int, int], int] = {}
     for x in layers:
@@ -70,7 +61,7 @@ def build_tp_structure(
                 file=r["file"],
                 pid=r["pid"],
                 device_id=r["device_id"],
-                rank=r["rank"],
+                rank=rank[(r["file"], r["pid"], r["device_id"])],
                 op=r["op"],
                 in_layers=r["in_layers"],
                 layer_occurrences=runs,
@@ -85,25 +76,3 @@ def build_tp_structure(
             )
         )
     return tuple(sorted(out, key=lambda t: (t.rank, t.file, t.pid, t.device_id, t.op)))
-
-
-def rebuilt(
-    tp: Sequence[TpStructure],
-    collectives: Sequence[CollectiveReport],
-    layers: Sequence[LayerReport],
-    model: ModelShape | None,
-) -> tuple[TpStructure, ...]:
-    """Several files' rows again, with the group sizes of all files' GPUs."""
-    rows = [
-        {
-            "file": t.file,
-            "pid": t.pid,
-            "device_id": t.device_id,
-            "rank": t.rank,
-            "op": t.op,
-            "in_layers": t.in_layers,
-            "mean_bytes": t.mean_message_bytes,
-        }
-        for t in tp
-    ]
-    return build_tp_structure(rows, collectives, layers, model)

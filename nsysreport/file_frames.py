@@ -1,0 +1,95 @@
+"""One loaded trace analysed alone, as frames: every report query's rows, keyed by pid and
+device_id, and what the file says of its ranks, its clock and its capture. Nothing here is
+said across GPUs of different files: nsysreport.report_builder does that, once, over the
+stacked frames of one file or of many (a worker of a multi-file run sends these back)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsysreport.align import session_epoch
+from nsysreport.model import TraceInfo
+from nsysreport.queries import run_query
+from nsysreport.ranks import FileRanks, read_file_ranks
+from nsysreport.sections.capture import CaptureFacts, read_facts
+from nsysreport.sections.gpu_breakdown import gap_top_rows
+from nsysreport.sections.quality import DataQuality, build_quality
+from nsysreport.sections.timeline import DEFAULT_ACTIVITIES, EVERY_ACTIVITY
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars as pl
+
+# The report queries whose rows the builder reads (each one's header says what a row is).
+FRAME_QUERIES = (
+    "gpu_rank",
+    "gpu_hardware",
+    "gpu_breakdown",
+    "gap_summary",
+    "gap_histogram",
+    "graph_layer_gap",
+    "step_breakdown",
+    "layer_summary",
+    "collective_summary",
+    "collective_instances",
+    "data_path_stage",
+    "layer_collective",
+    "gpu_metric_summary",
+    "gpu_metric_ignored",
+    "communicator_summary",
+    "communicator_step",
+    "communicator_layer",
+    "communicator_straggler",
+)
+# Derived tables read whole: per GPU and kernel name, every name (the top N is taken over all
+# files' totals), and each stream channel's first collective instances (comm_match.sql, run
+# again over all files' on the aligned clock).
+FRAME_TABLES = ("kernel_gpu_total", "comm_first")
+
+
+@dataclass(frozen=True, slots=True)
+class FileFrames:
+    """One file's analysis, small enough to send between processes: no kernel-level rows but
+    its collective instances (the straggler analysis and clock alignment match them)."""
+
+    name: str  # the file as the report names it
+    trace: TraceInfo
+    frames: dict[str, pl.DataFrame]  # FRAME_QUERIES' results, `gap_top`, FRAME_TABLES
+    ranks: FileRanks
+    epoch_ns: int | None  # UTC of the file's time 0, from its session start
+    capture: CaptureFacts
+    quality: DataQuality
+    middle: dict[str, Any] | None  # activity_middle's row (the timeline's default window)
+
+
+def file_frames(
+    con: duckdb.DuckDBPyConnection, path: Path, name: str, top: int, timeline_default: bool
+) -> FileFrames:
+    """Every frame of the trace loaded in `con`: `top` gaps per GPU; `timeline_default`: no
+    --timeline-step/--timeline-range, so the middle window may be the one drawn."""
+    meta = run_query(con, "trace_info").rows()  # no row: the export says nothing of itself
+    frames = {query: run_query(con, query) for query in FRAME_QUERIES}
+    frames["gap_top"] = gap_top_rows(con, top)
+    frames.update({table: con.table(table).pl() for table in FRAME_TABLES})
+    session = run_query(con, "session_start").rows()
+    return FileFrames(
+        name=name,
+        trace=TraceInfo(str(path), *(meta[0] if meta else (None,) * 6)),
+        frames=frames,
+        ranks=read_file_ranks(con),
+        epoch_ns=session_epoch(*session[0]) if session else None,
+        capture=read_facts(con),
+        quality=build_quality(con, name),
+        middle=activity_middle(con, timeline_default and frames["step_breakdown"].is_empty()),
+    )
+
+
+def activity_middle(con: duckdb.DuckDBPyConnection, middle_drawn: bool) -> dict[str, Any] | None:
+    """activity_middle's row: the trace's first and last activity, and the window of
+    DEFAULT_ACTIVITIES in its middle when that is the window drawn (it sorts the activities);
+    None without activity."""
+    wanted = DEFAULT_ACTIVITIES if middle_drawn else EVERY_ACTIVITY
+    rows = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
+    return rows[0] if rows else None

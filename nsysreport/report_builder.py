@@ -1,0 +1,560 @@
+"""The one report builder: the report of one trace file or of many, from their frames stacked.
+
+Each file is analysed alone (nsysreport.file_frames: every report query's rows, keyed by pid and
+device_id). Here the frames of every file are stacked with a `file` column, shifted onto the
+reference clock, and turned into the report model once; every figure that spans GPUs (group
+sizes, stragglers, communicators matched across files, top kernels, the verdict) is computed
+over all of them at once. A report of one file is the same call with one file, its own ranks
+and its own clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nsysreport import __version__
+from nsysreport.align import FileClock
+from nsysreport.database import connect
+from nsysreport.file_frames import FileFrames, activity_middle, file_frames
+from nsysreport.model import Report
+from nsysreport.queries import run_query, view_files
+from nsysreport.ranks import RankInfo
+from nsysreport.sections.capture import build_capture, summed
+from nsysreport.sections.collectives import (
+    StragglerGpu,
+    Stragglers,
+    build_collectives,
+    regroup,
+    stragglers_of,
+)
+from nsysreport.sections.communicators import (
+    CommunicatorReport,
+    CommunicatorStep,
+    build_communicators,
+    matched_across,
+    role_sentence,
+    role_summaries,
+    with_roles,
+)
+from nsysreport.sections.data_path import build_data_path, hardware
+from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
+from nsysreport.sections.gpu_metrics import build_gpu_metrics
+from nsysreport.sections.kernels import KernelSummary, build_kernels
+from nsysreport.sections.layers import OUTSIDE, build_layers
+from nsysreport.sections.quality import merge_quality
+from nsysreport.sections.steps import StepReport, build_steps
+from nsysreport.sections.timeline import MAX_ROWS, Timeline, assemble, choose_window
+from nsysreport.sections.tp_structure import build_tp_structure
+from nsysreport.sections.verdict import Bottleneck, bottleneck
+from nsysreport.user_facts import Facts
+
+if TYPE_CHECKING:
+    # polars is imported where frames are stacked: 0.1 s of start-up (python -X importtime)
+    # that a warm run, which writes the pages it kept, never needs.
+    import duckdb
+    import polars as pl
+
+GpuKey = tuple[str, int, int]  # (file, pid, device_id)
+Ranks = Mapping[GpuKey, tuple[int, str]]  # -> (rank, where it came from)
+# A timeline's rows of each file: given per file (its job, window [lo, hi) on its own clock,
+# rows at most), timeline_window's rows.
+Fetch = Callable[[list[tuple[int, int, int]]], list[list[dict[str, Any]]]]
+
+
+def build_report(
+    con: duckdb.DuckDBPyConnection,
+    trace_path: Path,
+    top: int = 10,
+    timeline_step: str | None = None,
+    timeline_range: tuple[int | None, int | None] = (None, None),
+    facts: Facts | None = None,
+) -> Report:
+    """The report of the one trace loaded in `con`: its frames through the one builder, with
+    the ranks the file gives its GPUs (gpu_rank.sql) and its own clock."""
+    default = timeline_step is None and timeline_range == (None, None)
+    part = file_frames(con, trace_path, trace_path.name, top, default)
+    ranks = own_ranks(part)
+    report = build([part], ranks, top, facts or Facts())
+    return replace(
+        report,
+        timeline=build_timeline(
+            [(part.name, part.middle)], [0], ranks, report.steps, _local(con),
+            timeline_step, timeline_range,
+        ),
+    )  # fmt: skip
+
+
+def own_ranks(part: FileFrames) -> dict[GpuKey, tuple[int, str]]:
+    """The ranks one file alone gives its GPUs: gpu_rank.sql's (MPI rank, else position)."""
+    return {
+        (part.name, pid, dev): (rank, "gpu_rank")
+        for pid, dev, rank in part.frames["gpu_rank"].select("pid", "device_id", "rank").rows()
+    }
+
+
+def with_display(
+    con: duckdb.DuckDBPyConnection,
+    report: Report,
+    top: int = 10,
+    timeline_step: str | None = None,
+    timeline_range: tuple[int | None, int | None] = (None, None),
+) -> Report:
+    """`report` (a one-file report built with other display options) with the parts that
+    --top, --timeline-step and --timeline-range choose made again from its loaded trace: each
+    GPU's longest gaps, the top kernels and the timeline. Everything else depends on the trace,
+    the patterns and the user's facts alone, so it is what build_report(con, path, top, ...)
+    would build (tests/test_cache.py checks the pages and JSON against a fresh run's), and a
+    run with another display option skips every other query."""
+    default = timeline_step is None and timeline_range == (None, None)
+    file = report.gpus[0].file if report.gpus else Path(report.traces[0].path).name
+    ranks = {(g.file, g.pid, g.device_id): (g.rank, "gpu_rank") for g in report.gpus}
+    middle = activity_middle(con, default and not report.steps)
+    return replace(
+        report,
+        gpus=with_top_gaps(con, report.gpus, top),
+        top_kernels=build_kernels(con, top),
+        timeline=build_timeline(
+            [(file, middle)], [0], ranks, report.steps, _local(con),
+            timeline_step, timeline_range,
+        ),
+    )  # fmt: skip
+
+
+def _local(con: duckdb.DuckDBPyConnection) -> Fetch:
+    """The timeline's rows of the one trace loaded in `con`."""
+
+    def fetch(windows: list[tuple[int, int, int]]) -> list[list[dict[str, Any]]]:
+        return [timeline_rows(con, *window) for window in windows]
+
+    return fetch
+
+
+def timeline_rows(
+    con: duckdb.DuckDBPyConnection, lo: int, hi: int, max_rows: int
+) -> list[dict[str, Any]]:
+    """One trace's timeline rows in [lo, hi) of its own clock."""
+    params = {"start_ns": lo, "end_ns": hi, "max_rows": max_rows}
+    return run_query(con, "timeline_window", params).to_dicts()
+
+
+def build(
+    files: Sequence[FileFrames],
+    ranks: Ranks,
+    top: int,
+    facts: Facts,
+    clocks: Sequence[FileClock] | None = None,
+) -> Report:
+    """The report over every GPU of `files` (the timeline aside: build_timeline). `ranks`:
+    every GPU's rank; `clocks`: how each file's clock was aligned onto the first's, None for
+    one file alone (on its own clock, its ranks and alignment not shown)."""
+    import polars as pl
+
+    several = clocks is not None
+    offsets = [c.offset_ns for c in clocks] if clocks is not None else [0] * len(files)
+
+    def stacked(name: str, *shift: str) -> pl.DataFrame:
+        """Every file's frame `name` with its `file` column, the `shift` columns on the
+        reference clock."""
+        return pl.concat(
+            [
+                f.frames[name].with_columns(
+                    *(pl.col(c) + off for c in shift if off), file=pl.lit(f.name, pl.String)
+                )
+                for f, off in zip(files, offsets, strict=True)
+            ],
+            how="vertical_relaxed",
+        )
+
+    rank = {k: v[0] for k, v in ranks.items()}
+    labels = {
+        (r["file"], r["pid"], r["device_id"]): (
+            rank[(r["file"], r["pid"], r["device_id"])],
+            r["host"],
+            r["gpu_name"],
+        )
+        for r in stacked("gpu_rank").to_dicts()
+    }
+    breakdown = {
+        "gpu_breakdown": stacked("gpu_breakdown", "first_start_ns", "last_end_ns"),
+        "gap_top": stacked("gap_top", "start_ns"),
+        **{q: stacked(q) for q in ("gap_summary", "gap_histogram", "graph_layer_gap")},
+    }
+    gpus = build_gpus(breakdown, labels)
+    del breakdown
+    step_rows = stacked("step_breakdown", "start_ns", "end_ns").to_dicts()
+    steps, step_stats = build_steps(step_rows, rank)
+    layers, layers_across = build_layers(stacked("layer_summary").to_dicts(), rank)
+    collectives = build_collectives(stacked("collective_summary").to_dicts(), rank)
+    if several:
+        # A collective's group spans the files; the ranks named tell whether they hold the job.
+        collectives = regroup(collectives, len(gpus), max(rank.values(), default=-1) + 1)
+    data_path = build_data_path(
+        stacked("data_path_stage").to_dicts(),
+        rank,
+        collectives,
+        hardware(stacked("gpu_hardware").to_dicts()),
+        facts.link_peaks,
+        _hosts_per_op(gpus, collectives),
+    )
+    tp = build_tp_structure(
+        stacked("layer_collective").to_dicts(), rank, collectives, layers, facts.model
+    )
+    stragglers = _stragglers(_aligned_instances(files, offsets, ranks), ranks)
+    gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(
+        stacked("gpu_metric_summary").to_dicts(), stacked("gpu_metric_ignored").to_dicts(), rank
+    )
+    comms, comm_steps, comm_layers = build_communicators(
+        *(
+            stacked(q).to_dicts()
+            for q in (
+                "communicator_summary",
+                "communicator_step",
+                "communicator_layer",
+                "communicator_straggler",
+            )
+        ),
+        rank,
+    )
+    if several:
+        matches = _stream_matches(files, offsets, ranks)
+        comms, comm_steps, comm_layers = matched_across(
+            comms, comm_steps, comm_layers, matches, ranks, len(gpus)
+        )
+    comms_t, comm_steps_t, comm_layers_t = with_roles(
+        sorted(comms, key=lambda c: (*_order(c), -c.total_ns, c.channel)),
+        sorted(comm_steps, key=lambda c: (*_order(c), c.step_ordinal, c.communicator)),
+        sorted(comm_layers, key=lambda c: (*_order(c), c.layer, c.communicator)),
+        facts.comm_groups,
+        any(x.layer != OUTSIDE for x in layers),
+    )
+    verdict = with_role_sentence(
+        bottleneck(gpus, layers_across, collectives, stragglers),
+        comms_t,
+        comm_steps_t,
+        steps,
+        gpus,
+    )
+    infos = [
+        RankInfo(g.rank, g.file, g.pid, g.device_id, g.host, g.gpu_name, ranks[_key(g)][1])
+        for g in gpus
+    ]
+    return Report(
+        tool_version=__version__,
+        traces=tuple(f.trace for f in files),
+        gpus=gpus,
+        steps=steps,
+        step_stats=step_stats,
+        layers=layers,
+        layers_across=layers_across,
+        collectives=tuple(collectives),
+        stragglers=stragglers,
+        top_kernels=_top_kernels(files, ranks, top),
+        bottleneck=verdict,
+        ranks=tuple(sorted(infos, key=lambda i: (i.rank, i.file, i.pid, i.device_id)))
+        if several
+        else (),
+        clocks=tuple(clocks) if clocks is not None else (),
+        capture=build_capture(
+            summed([f.capture for f in files]),
+            verdict.graph_opaque_pct,
+            kineto=all(f.trace.is_kineto for f in files),
+        ),
+        quality=merge_quality((f.name, f.quality) for f in files),
+        data_path=data_path,
+        tp_structure=tp,
+        gpu_metrics=gpu_metrics,
+        gpu_metrics_ignored=gpu_metrics_ignored,
+        communicators=comms_t,
+        communicator_steps=comm_steps_t,
+        communicator_layers=comm_layers_t,
+    )
+
+
+def _key(x: Any) -> GpuKey:
+    return (x.file, x.pid, x.device_id)
+
+
+def _order(x: Any) -> tuple[int, str, int, int]:
+    return (x.rank, x.file, x.pid, x.device_id)
+
+
+def with_role_sentence(
+    verdict: Bottleneck,
+    comms: Sequence[CommunicatorReport],
+    comm_steps: Sequence[CommunicatorStep],
+    steps: Sequence[StepReport],
+    gpus: Sequence[GpuReport],
+) -> Bottleneck:
+    """The verdict, with a sentence on each role's exposure when two or more roles are told
+    apart (one role adds nothing to the sentence on communication as a whole)."""
+    spans = {(g.file, g.pid, g.device_id): g.span_ns for g in gpus}
+    sentence = role_sentence(role_summaries(comms, comm_steps, steps, spans))
+    return replace(verdict, summary=verdict.summary + sentence) if sentence else verdict
+
+
+def _hosts_per_op(gpus: Sequence[GpuReport], collectives: Sequence[Any]) -> dict[str, int]:
+    """Per collective op, how many hosts its GPUs are on (above 1: it rides the network)."""
+    host = {(g.file, g.pid, g.device_id): g.host for g in gpus}
+    seen: dict[str, set[str]] = {}
+    for c in collectives:
+        h = host.get((c.file, c.pid, c.device_id))
+        if h:
+            seen.setdefault(c.op, set()).add(h)
+    return {op: len(hosts) for op, hosts in seen.items()}
+
+
+def _stragglers(collective: pl.DataFrame, ranks: Ranks) -> Stragglers:
+    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once
+    (`collective`: on the reference clock, each GPU on its stand-in id)."""
+    keys = list(_stand_ins(ranks))  # a stand-in id back to its GPU
+    with _reading(collective=collective) as con:
+        unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
+        found = _sliced_straggler_rows(con, collective, {row["op"] for row in unmatched_rows})
+    gpus = []
+    for pid_, row in sorted(found.items()):
+        file, pid, dev = keys[pid_]
+        gpus.append(
+            StragglerGpu(file=file, pid=pid, device_id=dev, rank=ranks[(file, pid, dev)][0], **row)
+        )
+    unmatched = []
+    for row in unmatched_rows:
+        file, pid, dev = keys[row["pid"]]
+        unmatched.append(
+            {**row, "file": file, "pid": pid, "device_id": dev, "rank": ranks[(file, pid, dev)][0]}
+        )
+    gpus.sort(key=lambda g: (g.rank, g.file, g.pid, g.device_id))
+    return stragglers_of(tuple(gpus), tuple(unmatched))
+
+
+# straggler_gpu's windows hold every instance they read; run over this many instances at a
+# time, the merging process's memory stays that of one slice (64 files of 20,000 collectives:
+# 1.28M instances, +390 MB at once, bench_ranks.py).
+SLICE_INSTANCES = 100_000
+
+
+def _sliced_straggler_rows(
+    con: duckdb.DuckDBPyConnection, collective: pl.DataFrame, unmatched_ops: set[str]
+) -> dict[int, dict[str, Any]]:
+    """straggler_gpu's rows per stand-in pid, the query run in `con` over slices of the
+    instances, each registered in turn as the table `collective`.
+
+    Instances are matched by (op, ordinal) alone, so those of disjoint sets of ordinals are
+    independent: each slice holds the ordinals k with k % slices = i, of every op but those
+    straggler_unmatched found (over all instances: counts that differ between GPUs). Within a
+    slice every GPU of a matched op then holds the same ordinals, so straggler_gpu matches the
+    same ops in it as over all instances, and per GPU the slices' counts and waits add up and
+    the largest skew is the largest of theirs.
+    """
+    import polars as pl
+
+    slices = max(1, -(-collective.height // SLICE_INSTANCES))
+    matchable = ~pl.col("op").is_in(sorted(unmatched_ops))
+    out: dict[int, dict[str, Any]] = {}
+    for i in range(slices):
+        con.unregister("collective")
+        con.register("collective", collective.filter(matchable & (pl.col("ordinal") % slices == i)))
+        rows = run_query(con, "straggler_gpu").to_dicts()
+        for row in rows:
+            row.pop("device_id")
+            pid = row.pop("pid")
+            seen = out.get(pid)
+            if seen is None:
+                out[pid] = row
+                continue
+            for name in ("matched_instances", "last_arrivals", "wait_ns", "caused_wait_ns"):
+                seen[name] += row[name]
+            skews = [x for x in (seen["max_skew_ns"], row["max_skew_ns"]) if x is not None]
+            seen["max_skew_ns"] = max(skews, default=None)
+    return out
+
+
+def _stream_matches(
+    files: Sequence[FileFrames], offsets: Sequence[int], ranks: Ranks
+) -> dict[tuple[str, int, int, str], tuple[GpuKey, ...]]:
+    """For each GPU's stream channel, the GPUs of every file whose channels end its collectives
+    with it (queries/derived/comm_match.sql over all files' comm_first rows on the aligned
+    clock: a channel's first instances, a few per GPU)."""
+    import polars as pl
+
+    stand_in = _stand_ins(ranks)
+    keys = list(stand_in)
+    firsts = pl.concat(
+        [
+            _on_stand_ins(
+                f.frames["comm_first"], f.name, stand_in, end_ns=pl.col("end_ns") + offset
+            )
+            for f, offset in zip(files, offsets, strict=True)
+        ]
+    )
+    sql = next(v.sql for v in view_files() if v.name == "comm_match")
+    with _reading(comm_first=firsts) as con:
+        con.execute(sql)
+        rows = con.execute("SELECT pid, channel, members FROM comm_match").fetchall()
+    out = {}
+    for pid, channel, members in rows:
+        gpus = tuple(keys[int(m.split(":")[0])] for m in members.split(","))
+        out[(*keys[pid], channel)] = gpus
+    return out
+
+
+def _aligned_instances(
+    files: Sequence[FileFrames], offsets: Sequence[int], ranks: Ranks
+) -> pl.DataFrame:
+    """Every file's collective instances as straggler_*.sql read them (op, ordinal, pid,
+    device_id, start_ns), starts on the reference clock, each GPU on its stand-in id.
+
+    The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
+    gets a stand-in pid, its position in rank order, and device_id 0. Each file's instances
+    leave its frames as they are taken: they are the largest thing the merging process holds
+    (GPUs x collectives), and are never held twice.
+    """
+    import polars as pl
+
+    stand_in = _stand_ins(ranks)
+    frames = []
+    for f, offset in zip(files, offsets, strict=True):
+        instances = f.frames.pop("collective_instances")
+        frames.append(
+            _on_stand_ins(
+                instances.select("op", "ordinal", "pid", "device_id", "start_ns"),
+                f.name,
+                stand_in,
+                start_ns=pl.col("start_ns") + offset,
+                # DuckDB reads a categorical in place; a string column it copies.
+                op=pl.col("op").cast(pl.Categorical),
+            )
+        )
+        del instances
+    return pl.concat(frames)
+
+
+def _stand_ins(ranks: Ranks) -> dict[GpuKey, int]:
+    """Every GPU of every file, in rank order, to its stand-in pid (its position) for when the
+    files' rows meet in one query, which keys GPUs by (pid, device_id), a pair files can repeat
+    (device_id is then 0)."""
+    return {k: i for i, k in enumerate(sorted(ranks, key=lambda k: (ranks[k][0], k)))}
+
+
+@contextmanager
+def _reading(**frames: pl.DataFrame) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A fresh DuckDB where each frame is a table of its name: the one-file queries then run
+    over every file's rows at once."""
+    con = connect()
+    try:
+        for name, frame in frames.items():
+            con.register(name, frame)
+        yield con
+    finally:
+        con.close()
+
+
+def _on_stand_ins(
+    frame: pl.DataFrame, file: str, stand_in: dict[GpuKey, int], **shifted: pl.Expr
+) -> pl.DataFrame:
+    """`frame` (one file's rows, keyed by pid and device_id) on the stand-in GPU ids."""
+    import polars as pl
+
+    mapping = pl.DataFrame(
+        [(pid, dev, i) for (f, pid, dev), i in stand_in.items() if f == file],
+        schema={"pid": pl.Int64, "device_id": pl.Int64, "gpu": pl.Int64},
+        orient="row",
+    )
+    # The ids alone are joined: a join would copy every column, with_columns shares the others.
+    gpu = frame.select("pid", "device_id").join(
+        mapping, on=("pid", "device_id"), how="left", maintain_order="left"
+    )["gpu"]
+    moved = frame.with_columns(pid=gpu, device_id=pl.lit(0, pl.Int64), **shifted)
+    return moved.drop_nulls("pid") if gpu.null_count() else moved  # a GPU no file ranked
+
+
+def _top_kernels(files: Sequence[FileFrames], ranks: Ranks, top: int) -> tuple[KernelSummary, ...]:
+    """kernel_top over every file's per-GPU kernel totals at once: the one-file query."""
+    import polars as pl
+
+    stand_in = _stand_ins(ranks)
+    totals = pl.concat(
+        [_on_stand_ins(f.frames["kernel_gpu_total"], f.name, stand_in) for f in files]
+    )
+    with _reading(kernel_gpu_total=totals) as con:
+        return build_kernels(con, top)
+
+
+def build_timeline(
+    files: Sequence[tuple[str, dict[str, Any] | None]],
+    offsets: Sequence[int],
+    ranks: Ranks,
+    steps: Sequence[StepReport],
+    fetch: Fetch,
+    step: str | None,
+    timeline_range: tuple[int | None, int | None],
+) -> Timeline | None:
+    """The timeline's window chosen over all files (aligned), its rows fetched from each:
+    `step` (a name or its number), else the range counted from the first activity, else the
+    median step, else the middle of the trace. `files`: each file's name and activity_middle
+    row; `steps`: the report's, on the reference clock. None: no activity."""
+    middles = [(m, off) for (_, m), off in zip(files, offsets, strict=True) if m is not None]
+    if not middles:
+        return None
+    ref, ref_off = middles[0]
+    middle = {
+        "first_ns": min(m["first_ns"] + off for m, off in middles),
+        "last_ns": max(m["last_ns"] + off for m, off in middles),
+        "start_ns": ref["start_ns"] + ref_off,
+        "end_ns": ref["end_ns"] + ref_off,
+    }
+    spans = _step_spans(steps)
+    basis, name, lo, hi = choose_window(spans, middle, step, *timeline_range)
+    # Each file gets its share of the rows drawn, but never fewer than 200 (or the cap).
+    share = max(min(200, MAX_ROWS), MAX_ROWS // len(files))
+    results = fetch([(lo - off, hi - off, share) for off in offsets])
+    rows: list[dict[str, Any]] = []
+    window_rows, cut = 0, None
+    for (file, _), off, found in zip(files, offsets, results, strict=True):
+        mine = [
+            {**r, "file": file, "start_ns": r["start_ns"] + off, "end_ns": r["end_ns"] + off}
+            for r in found
+        ]
+        held = found[0]["window_rows"] if found else 0
+        window_rows += held
+        # The rows are the earliest by start time: when the window held more, every piece that
+        # starts before the last start returned is there, so the drawing stops at that instant.
+        if held > len(found):
+            last = max(r["start_ns"] for r in mine)
+            cut = last if cut is None else min(cut, last)
+        rows += mine
+
+    def rank_of(file: str | None, pid: int, device_id: int) -> int:
+        return ranks[(file or "", pid, device_id)][0]
+
+    return assemble(
+        basis, name, len(spans), lo, hi, middle["first_ns"], rows, window_rows, rank_of, cut
+    )
+
+
+def _step_spans(steps: Sequence[StepReport]) -> list[dict[str, Any]]:
+    """step_span.sql over the report's steps (on one clock and in rank order): the k-th step
+    of every GPU is one step of the job; the GPU that sorts first names it."""
+    import polars as pl
+
+    windows = pl.DataFrame(
+        [
+            (i, 0, s.ordinal, s.name, s.index, s.start_ns, s.end_ns)
+            for i, s in enumerate(steps)  # position: a stand-in pid in rank order
+        ],
+        schema={
+            "pid": pl.Int64,
+            "device_id": pl.Int64,
+            "step_ordinal": pl.Int64,
+            "name": pl.String,
+            "step_index": pl.Int64,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+        },
+        orient="row",
+    )
+    with _reading(step_window=windows) as con:
+        return run_query(con, "step_span").to_dicts()
