@@ -64,7 +64,6 @@ if TYPE_CHECKING:
     import polars as pl
 
 JSON_SCHEMA_VERSION = 1
-ALL_NAMES = 1 << 40  # kernel_top's $top that keeps every name
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,14 +262,14 @@ def with_comm_groups(report: Report, specs: Sequence[CommGroupSpec]) -> Report:
         report.communicator_steps,
         report.communicator_layers,
         specs,
-        _has_layers(report.layers),
+        has_layers(report.layers),
     )
     return replace(
         report, communicators=comms, communicator_steps=steps, communicator_layers=layers
     )
 
 
-def _has_layers(layers: Sequence[LayerReport]) -> bool:
+def has_layers(layers: Sequence[LayerReport]) -> bool:
     """Whether any kernel ran inside a layer range (what the role heuristics need)."""
     return any(x.layer != OUTSIDE for x in layers)
 

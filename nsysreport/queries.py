@@ -250,10 +250,11 @@ def run_query(
 # (--top, --timeline-step) reads them and computes only the few queries those options feed.
 RESULT_TABLE = "result_{}"
 RESULT_ROW = "result_row"  # the query's row order (a table's scan order is not guaranteed)
-# Not kept: read only when files are merged (nsysreport.multi), once per file, and a copy of
-# one row per collective call costs every first run more than it saves the merge (5M kernels:
-# 1M rows, 0.9 s to keep, against 0.3 s to run where it is read).
-UNKEPT = frozenset({"collective_instances"})
+# Not kept: collective_instances, read once per report, where a copy of one row per collective
+# call costs every first run more than it saves (5M kernels: 1M rows, 0.9 s to keep, against
+# 0.3 s to run where it is read); and the queries the report builder runs over the stacked
+# frames of every file (nsysreport.report_builder), never over one file's database.
+UNKEPT = frozenset({"collective_instances", "straggler_gpu", "straggler_unmatched", "step_span"})
 
 
 def keep_results(con: duckdb.DuckDBPyConnection) -> None:

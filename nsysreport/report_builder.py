@@ -20,7 +20,7 @@ from nsysreport import __version__
 from nsysreport.align import FileClock
 from nsysreport.database import connect
 from nsysreport.file_frames import FileFrames, activity_middle, file_frames
-from nsysreport.model import Report
+from nsysreport.model import Report, has_layers
 from nsysreport.queries import run_query, view_files
 from nsysreport.ranks import RankInfo
 from nsysreport.sections.capture import build_capture, summed
@@ -44,7 +44,7 @@ from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
 from nsysreport.sections.gpu_metrics import build_gpu_metrics
 from nsysreport.sections.kernels import KernelSummary, build_kernels
-from nsysreport.sections.layers import OUTSIDE, build_layers
+from nsysreport.sections.layers import build_layers
 from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.steps import StepReport, build_steps
 from nsysreport.sections.timeline import MAX_ROWS, Timeline, assemble, choose_window
@@ -229,7 +229,7 @@ def build(
         sorted(comm_steps, key=lambda c: (*_order(c), c.step_ordinal, c.communicator)),
         sorted(comm_layers, key=lambda c: (*_order(c), c.layer, c.communicator)),
         facts.comm_groups,
-        any(x.layer != OUTSIDE for x in layers),
+        has_layers(layers),
     )
     verdict = with_role_sentence(
         bottleneck(gpus, layers_across, collectives, stragglers),

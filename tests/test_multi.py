@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from nsysreport.align import align_files
+from nsysreport.analysis import analyse
 from nsysreport.cli import app
 from nsysreport.ranks import FileRanks, assign_ranks
 from nsysreport.synth import GLOBAL_VID, write_trace
@@ -48,6 +49,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     )
     return {
         "files": files,
+        "single_path": single,
         "single": report_json(folder / "single.json", str(single)),
         "multi": report_json(folder / "multi.json", *map(str, files), "--jobs", "1"),
     }
@@ -106,6 +108,17 @@ def test_every_per_gpu_number_equals_the_one_file_report(run: dict[str, Any]) ->
     assert _without_file(multi["collectives"]) == _without_file(single["collectives"])
     assert multi["top_kernels"] == single["top_kernels"]
     assert multi["bottleneck"]["share_pct"] == single["bottleneck"]["share_pct"]
+
+
+def test_the_timeline_shows_and_names_the_median_step_as_in_one_file(run: dict[str, Any]) -> None:
+    # The same run, one file and four per-rank files on shifted clocks: one builder, so the
+    # same window chosen, named by the step (not by a file, as the merged timeline once was).
+    single = analyse(run["single_path"]).timeline
+    multi = analyse(run["files"], jobs=1).timeline
+    assert single is not None and multi is not None
+    assert (multi.basis, multi.step_name) == (single.basis, single.step_name)
+    assert single.basis == "median step" and single.step_name.startswith("step ")
+    assert [g.rank for g in multi.gpus] == [g.rank for g in single.gpus] == [0, 1, 2, 3]
 
 
 def _without_file(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
