@@ -33,7 +33,6 @@ FRAME_QUERIES = (
     "step_breakdown",
     "layer_summary",
     "collective_summary",
-    "collective_instances",
     "data_path_stage",
     "layer_collective",
     "gpu_metric_summary",
@@ -43,10 +42,12 @@ FRAME_QUERIES = (
     "communicator_layer",
     "communicator_straggler",
 )
-# Derived tables read whole: per GPU and kernel name, every name (the top N is taken over all
-# files' totals), and each stream channel's first collective instances (comm_match.sql, run
-# again over all files' on the aligned clock).
-FRAME_TABLES = ("kernel_gpu_total", "comm_first")
+# What the job-level analyses read of a file of several, on the aligned clock: its collective
+# instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and
+# kernel name, every name (the top N is taken over all files' totals), and each stream
+# channel's first collective instances (comm_match.sql, run again over all files').
+JOB_QUERIES = ("collective_instances",)
+JOB_TABLES = ("kernel_gpu_total", "comm_first")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ class FileFrames:
 
     name: str  # the file as the report names it
     trace: TraceInfo
-    frames: dict[str, pl.DataFrame]  # FRAME_QUERIES' results, `gap_top`, FRAME_TABLES
+    frames: dict[str, pl.DataFrame]  # FRAME_QUERIES' results, `gap_top`; JOB_* with instances
     ranks: FileRanks
     epoch_ns: int | None  # UTC of the file's time 0, from its session start
     capture: CaptureFacts
@@ -65,14 +66,23 @@ class FileFrames:
 
 
 def file_frames(
-    con: duckdb.DuckDBPyConnection, path: Path, name: str, top: int, timeline_default: bool
+    con: duckdb.DuckDBPyConnection,
+    path: Path,
+    name: str,
+    top: int,
+    timeline_default: bool,
+    instances: bool = True,
 ) -> FileFrames:
     """Every frame of the trace loaded in `con`: `top` gaps per GPU; `timeline_default`: no
-    --timeline-step/--timeline-range, so the middle window may be the one drawn."""
+    --timeline-step/--timeline-range, so the middle window may be the one drawn. Without
+    `instances`, JOB_QUERIES and JOB_TABLES stay in `con` (a report of this file alone reads
+    them there: report_builder.build_report)."""
     meta = run_query(con, "trace_info").rows()  # no row: the export says nothing of itself
     frames = {query: run_query(con, query) for query in FRAME_QUERIES}
     frames["gap_top"] = gap_top_rows(con, top)
-    frames.update({table: con.table(table).pl() for table in FRAME_TABLES})
+    if instances:
+        frames.update({query: run_query(con, query) for query in JOB_QUERIES})
+        frames.update({table: con.table(table).pl() for table in JOB_TABLES})
     session = run_query(con, "session_start").rows()
     return FileFrames(
         name=name,

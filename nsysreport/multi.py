@@ -24,7 +24,7 @@ from nsysreport.load import open_trace
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.ranks import assign_ranks
-from nsysreport.report_builder import build, build_timeline, timeline_rows
+from nsysreport.report_builder import build, build_timeline, step_spans, timeline_rows
 from nsysreport.user_facts import Facts
 from nsysreport.workers import Workers
 
@@ -127,8 +127,9 @@ def build_multi_report(
                 return workers.map(file_timeline_rows, tasks)
 
             offsets = [c.offset_ns for c in clocks]
+            spans = step_spans(report.steps)
             timeline = build_timeline(
-                middles, offsets, ranks, report.steps, fetch, timeline_step, timeline_range
+                middles, offsets, ranks, spans, fetch, timeline_step, timeline_range
             )
     return replace(report, timeline=timeline)
 

@@ -11,8 +11,8 @@ and its own clock.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import replace
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +43,7 @@ from nsysreport.sections.communicators import (
 from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
 from nsysreport.sections.gpu_metrics import build_gpu_metrics
-from nsysreport.sections.kernels import KernelSummary, build_kernels
+from nsysreport.sections.kernels import build_kernels
 from nsysreport.sections.layers import build_layers
 from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.steps import StepReport, build_steps
@@ -76,14 +76,14 @@ def build_report(
     """The report of the one trace loaded in `con`: its frames through the one builder, with
     the ranks the file gives its GPUs (gpu_rank.sql) and its own clock."""
     default = timeline_step is None and timeline_range == (None, None)
-    part = file_frames(con, trace_path, trace_path.name, top, default)
+    part = file_frames(con, trace_path, trace_path.name, top, default, instances=False)
     ranks = own_ranks(part)
-    report = build([part], ranks, top, facts or Facts())
+    report = build([part], ranks, top, facts or Facts(), job=_own_tables(con, part.name))
     return replace(
         report,
         timeline=build_timeline(
-            [(part.name, part.middle)], [0], ranks, report.steps, _local(con),
-            timeline_step, timeline_range,
+            [(part.name, part.middle)], [0], ranks, run_query(con, "step_span").to_dicts(),
+            _local(con), timeline_step, timeline_range,
         ),
     )  # fmt: skip
 
@@ -118,7 +118,7 @@ def with_display(
         gpus=with_top_gaps(con, report.gpus, top),
         top_kernels=build_kernels(con, top),
         timeline=build_timeline(
-            [(file, middle)], [0], ranks, report.steps, _local(con),
+            [(file, middle)], [0], ranks, run_query(con, "step_span").to_dicts(), _local(con),
             timeline_step, timeline_range,
         ),
     )  # fmt: skip
@@ -147,10 +147,12 @@ def build(
     top: int,
     facts: Facts,
     clocks: Sequence[FileClock] | None = None,
+    job: JobTables | None = None,
 ) -> Report:
     """The report over every GPU of `files` (the timeline aside: build_timeline). `ranks`:
     every GPU's rank; `clocks`: how each file's clock was aligned onto the first's, None for
-    one file alone (on its own clock, its ranks and alignment not shown)."""
+    one file alone (on its own clock, its ranks and alignment not shown); `job`: where the
+    job-level queries read every file's rows, None: tables made of the files' frames."""
     import polars as pl
 
     several = clocks is not None
@@ -203,7 +205,9 @@ def build(
     tp = build_tp_structure(
         stacked("layer_collective").to_dicts(), rank, collectives, layers, facts.model
     )
-    stragglers = _stragglers(_aligned_instances(files, offsets, ranks), ranks)
+    with _stacked_tables(files, offsets, ranks) if job is None else nullcontext(job) as tables:
+        stragglers = _stragglers(tables, ranks, sliced=job is None)
+        top_kernels = build_kernels(tables.con, top)
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(
         stacked("gpu_metric_summary").to_dicts(), stacked("gpu_metric_ignored").to_dicts(), rank
     )
@@ -252,7 +256,7 @@ def build(
         layers_across=layers_across,
         collectives=tuple(collectives),
         stragglers=stragglers,
-        top_kernels=_top_kernels(files, ranks, top),
+        top_kernels=top_kernels,
         bottleneck=verdict,
         ranks=tuple(sorted(infos, key=lambda i: (i.rank, i.file, i.pid, i.device_id)))
         if several
@@ -307,22 +311,60 @@ def _hosts_per_op(gpus: Sequence[GpuReport], collectives: Sequence[Any]) -> dict
     return {op: len(hosts) for op, hosts in seen.items()}
 
 
-def _stragglers(collective: pl.DataFrame, ranks: Ranks) -> Stragglers:
-    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once
-    (`collective`: on the reference clock, each GPU on its stand-in id)."""
-    keys = list(_stand_ins(ranks))  # a stand-in id back to its GPU
-    with _reading(collective=collective) as con:
-        unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
-        found = _sliced_straggler_rows(con, collective, {row["op"] for row in unmatched_rows})
+@dataclass(frozen=True, slots=True)
+class JobTables:
+    """A DuckDB holding every file's collective instances (`collective`: op, ordinal, pid,
+    device_id, start_ns on the reference clock) and per-GPU kernel totals
+    (`kernel_gpu_total`), as the job-level queries (straggler_*, kernel_top) read them; `gpus`:
+    each (pid, device_id) there to its GPU."""
+
+    con: duckdb.DuckDBPyConnection
+    gpus: Mapping[tuple[int, int], GpuKey]
+
+
+def _own_tables(con: duckdb.DuckDBPyConnection, file: str) -> JobTables:
+    """One file's database: its derived tables already are the job's tables."""
+    gpus = run_query(con, "gpu_rank").select("pid", "device_id").rows()
+    return JobTables(con, {(pid, dev): (file, pid, dev) for pid, dev in gpus})
+
+
+@contextmanager
+def _stacked_tables(
+    files: Sequence[FileFrames], offsets: Sequence[int], ranks: Ranks
+) -> Iterator[JobTables]:
+    """The job's tables made of every file's frames, each GPU on a stand-in id."""
+    import polars as pl
+
+    stand_in = _stand_ins(ranks)
+    totals = pl.concat(
+        [_on_stand_ins(f.frames["kernel_gpu_total"], f.name, stand_in) for f in files]
+    )
+    instances = _aligned_instances(files, offsets, ranks)
+    with _reading(collective=instances, kernel_gpu_total=totals) as con:
+        yield JobTables(con, {(i, 0): key for key, i in stand_in.items()})
+
+
+def _stragglers(tables: JobTables, ranks: Ranks, sliced: bool) -> Stragglers:
+    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once;
+    `sliced`: `collective` is a registered frame, read a slice at a time."""
+    con = tables.con
+    unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
+    if sliced:
+        found = _sliced_straggler_rows(con, {row["op"] for row in unmatched_rows})
+    else:
+        found = {
+            (r.pop("pid"), r.pop("device_id")): r
+            for r in run_query(con, "straggler_gpu").to_dicts()
+        }
     gpus = []
-    for pid_, row in sorted(found.items()):
-        file, pid, dev = keys[pid_]
+    for gpu, row in sorted(found.items()):
+        file, pid, dev = tables.gpus[gpu]
         gpus.append(
             StragglerGpu(file=file, pid=pid, device_id=dev, rank=ranks[(file, pid, dev)][0], **row)
         )
     unmatched = []
     for row in unmatched_rows:
-        file, pid, dev = keys[row["pid"]]
+        file, pid, dev = tables.gpus[(row["pid"], row["device_id"])]
         unmatched.append(
             {**row, "file": file, "pid": pid, "device_id": dev, "rank": ranks[(file, pid, dev)][0]}
         )
@@ -337,10 +379,11 @@ SLICE_INSTANCES = 100_000
 
 
 def _sliced_straggler_rows(
-    con: duckdb.DuckDBPyConnection, collective: pl.DataFrame, unmatched_ops: set[str]
-) -> dict[int, dict[str, Any]]:
-    """straggler_gpu's rows per stand-in pid, the query run in `con` over slices of the
-    instances, each registered in turn as the table `collective`.
+    con: duckdb.DuckDBPyConnection, unmatched_ops: set[str]
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """straggler_gpu's rows per (pid, device_id), the query run in `con` over slices of the
+    instances (the frame registered there as `collective`), each registered in turn as the
+    table `collective`.
 
     Instances are matched by (op, ordinal) alone, so those of disjoint sets of ordinals are
     independent: each slice holds the ordinals k with k % slices = i, of every op but those
@@ -351,24 +394,26 @@ def _sliced_straggler_rows(
     """
     import polars as pl
 
+    collective = con.table("collective").pl()  # a registered frame: no copy
     slices = max(1, -(-collective.height // SLICE_INSTANCES))
     matchable = ~pl.col("op").is_in(sorted(unmatched_ops))
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[tuple[int, int], dict[str, Any]] = {}
     for i in range(slices):
         con.unregister("collective")
         con.register("collective", collective.filter(matchable & (pl.col("ordinal") % slices == i)))
         rows = run_query(con, "straggler_gpu").to_dicts()
         for row in rows:
-            row.pop("device_id")
-            pid = row.pop("pid")
-            seen = out.get(pid)
+            gpu = (row.pop("pid"), row.pop("device_id"))
+            seen = out.get(gpu)
             if seen is None:
-                out[pid] = row
+                out[gpu] = row
                 continue
             for name in ("matched_instances", "last_arrivals", "wait_ns", "caused_wait_ns"):
                 seen[name] += row[name]
             skews = [x for x in (seen["max_skew_ns"], row["max_skew_ns"]) if x is not None]
             seen["max_skew_ns"] = max(skews, default=None)
+    con.unregister("collective")
+    con.register("collective", collective)
     return out
 
 
@@ -471,23 +516,11 @@ def _on_stand_ins(
     return moved.drop_nulls("pid") if gpu.null_count() else moved  # a GPU no file ranked
 
 
-def _top_kernels(files: Sequence[FileFrames], ranks: Ranks, top: int) -> tuple[KernelSummary, ...]:
-    """kernel_top over every file's per-GPU kernel totals at once: the one-file query."""
-    import polars as pl
-
-    stand_in = _stand_ins(ranks)
-    totals = pl.concat(
-        [_on_stand_ins(f.frames["kernel_gpu_total"], f.name, stand_in) for f in files]
-    )
-    with _reading(kernel_gpu_total=totals) as con:
-        return build_kernels(con, top)
-
-
 def build_timeline(
     files: Sequence[tuple[str, dict[str, Any] | None]],
     offsets: Sequence[int],
     ranks: Ranks,
-    steps: Sequence[StepReport],
+    spans: list[dict[str, Any]],
     fetch: Fetch,
     step: str | None,
     timeline_range: tuple[int | None, int | None],
@@ -495,7 +528,8 @@ def build_timeline(
     """The timeline's window chosen over all files (aligned), its rows fetched from each:
     `step` (a name or its number), else the range counted from the first activity, else the
     median step, else the middle of the trace. `files`: each file's name and activity_middle
-    row; `steps`: the report's, on the reference clock. None: no activity."""
+    row; `spans`: step_span's rows of the job, on the reference clock (step_spans). None: no
+    activity."""
     middles = [(m, off) for (_, m), off in zip(files, offsets, strict=True) if m is not None]
     if not middles:
         return None
@@ -506,7 +540,6 @@ def build_timeline(
         "start_ns": ref["start_ns"] + ref_off,
         "end_ns": ref["end_ns"] + ref_off,
     }
-    spans = _step_spans(steps)
     basis, name, lo, hi = choose_window(spans, middle, step, *timeline_range)
     # Each file gets its share of the rows drawn, but never fewer than 200 (or the cap).
     share = max(min(200, MAX_ROWS), MAX_ROWS // len(files))
@@ -535,16 +568,21 @@ def build_timeline(
     )
 
 
-def _step_spans(steps: Sequence[StepReport]) -> list[dict[str, Any]]:
+def step_spans(steps: Sequence[StepReport]) -> list[dict[str, Any]]:
     """step_span.sql over the report's steps (on one clock and in rank order): the k-th step
     of every GPU is one step of the job; the GPU that sorts first names it."""
     import polars as pl
 
     windows = pl.DataFrame(
-        [
-            (i, 0, s.ordinal, s.name, s.index, s.start_ns, s.end_ns)
-            for i, s in enumerate(steps)  # position: a stand-in pid in rank order
-        ],
+        {
+            "pid": range(len(steps)),  # position: a stand-in pid in rank order
+            "device_id": [0] * len(steps),
+            "step_ordinal": [s.ordinal for s in steps],
+            "name": [s.name for s in steps],
+            "step_index": [s.index for s in steps],
+            "start_ns": [s.start_ns for s in steps],
+            "end_ns": [s.end_ns for s in steps],
+        },
         schema={
             "pid": pl.Int64,
             "device_id": pl.Int64,
@@ -554,7 +592,6 @@ def _step_spans(steps: Sequence[StepReport]) -> list[dict[str, Any]]:
             "start_ns": pl.Int64,
             "end_ns": pl.Int64,
         },
-        orient="row",
     )
     with _reading(step_window=windows) as con:
         return run_query(con, "step_span").to_dicts()

@@ -145,8 +145,10 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
     ).with_columns(pl.col("op").cast(pl.Categorical), device_id=pl.lit(0, pl.Int64))
     ranks = {("f", g, 0): (g, "test") for g in starts}
 
-    def figures() -> list[tuple[int, int, int, int, int, int | None]]:
-        found = report_builder._stragglers(collective, ranks)
+    def figures(sliced: bool = True) -> list[tuple[int, int, int, int, int, int | None]]:
+        with report_builder._reading(collective=collective) as con:
+            tables = report_builder.JobTables(con, {(g, 0): ("f", g, 0) for g in starts})
+            found = report_builder._stragglers(tables, ranks, sliced)
         assert [(u["op"], u["rank"], u["instances"]) for u in found.unmatched] == [
             ("Broadcast", 0, 2),
             ("Broadcast", 1, 3),
@@ -161,6 +163,7 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
     # 0, 5 for GPU 1 (skew 5, caused 10); instance 3 starts together: no last arriver.
     expected = [(0, 3, 0, 35, 0, None), (1, 3, 1, 20, 10, 5), (2, 3, 1, 5, 50, 30)]
     assert figures() == expected  # 16 instances: one slice
+    assert figures(sliced=False) == expected  # the query over the whole table at once
     monkeypatch.setattr(report_builder, "SLICE_INSTANCES", 2)  # 8 slices: one ordinal in each
     assert figures() == expected
 
