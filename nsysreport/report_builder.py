@@ -212,15 +212,10 @@ def build(
         stacked("gpu_metric_summary").to_dicts(), stacked("gpu_metric_ignored").to_dicts(), rank
     )
     comms, comm_steps, comm_layers = build_communicators(
-        *(
-            stacked(q).to_dicts()
-            for q in (
-                "communicator_summary",
-                "communicator_step",
-                "communicator_layer",
-                "communicator_straggler",
-            )
-        ),
+        stacked("communicator_summary").to_dicts(),
+        stacked("communicator_step").to_dicts(),
+        stacked("communicator_layer").to_dicts(),
+        stacked("communicator_straggler").to_dicts(),
         rank,
     )
     if several:

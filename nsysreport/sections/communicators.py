@@ -224,15 +224,15 @@ def build_communicators(
         file, pid, dev = r["file"], r["pid"], r["device_id"]
         return file, pid, dev, rank[(file, pid, dev)]
 
-    def name(r: Mapping[str, Any]) -> str:
+    def named(r: Mapping[str, Any]) -> str:
         return names[(r["file"], r["pid"], r["device_id"], r["channel"])]
 
     step_rows = [
-        CommunicatorStep(*gpu(r), r["step_ordinal"], name(r), None, r["comm_ns"], r["exposed_ns"])
+        CommunicatorStep(*gpu(r), r["step_ordinal"], named(r), None, r["comm_ns"], r["exposed_ns"])
         for r in steps
     ]
     layer_rows = [
-        CommunicatorLayer(*gpu(r), r["layer"], name(r), None, r["count"], r["total_ns"])
+        CommunicatorLayer(*gpu(r), r["layer"], named(r), None, r["count"], r["total_ns"])
         for r in layers
     ]
     return rows, step_rows, layer_rows
