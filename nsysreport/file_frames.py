@@ -16,7 +16,7 @@ from nsysreport.ranks import FileRanks, read_file_ranks
 from nsysreport.sections.capture import CaptureFacts, read_facts
 from nsysreport.sections.gpu_breakdown import gap_top_rows
 from nsysreport.sections.quality import DataQuality, build_quality
-from nsysreport.sections.timeline import DEFAULT_ACTIVITIES, EVERY_ACTIVITY
+from nsysreport.sections.timeline import DEFAULT_ACTIVITIES
 
 if TYPE_CHECKING:
     import duckdb
@@ -98,8 +98,13 @@ def file_frames(
 
 def activity_middle(con: duckdb.DuckDBPyConnection, middle_drawn: bool) -> dict[str, Any] | None:
     """activity_middle's row: the trace's first and last activity, and the window of
-    DEFAULT_ACTIVITIES in its middle when that is the window drawn (it sorts the activities);
-    None without activity."""
-    wanted = DEFAULT_ACTIVITIES if middle_drawn else EVERY_ACTIVITY
-    rows = run_query(con, "activity_middle", {"activities": wanted}).to_dicts()
-    return rows[0] if rows else None
+    DEFAULT_ACTIVITIES in its middle when that is the window drawn (it sorts the activities),
+    else the whole span (activity_extent's row, kept in a cached trace); None without
+    activity."""
+    if middle_drawn:
+        rows = run_query(con, "activity_middle", {"activities": DEFAULT_ACTIVITIES}).to_dicts()
+        return rows[0] if rows else None
+    extent = run_query(con, "activity_extent").to_dicts()
+    if not extent:
+        return None
+    return {**extent[0], "start_ns": extent[0]["first_ns"], "end_ns": extent[0]["last_ns"]}

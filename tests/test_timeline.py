@@ -180,6 +180,9 @@ def test_without_steps_a_large_trace_shows_a_window_of_fixed_size_from_its_middl
         "start_ns": 1_000 * lo,
         "end_ns": 1_000 * (lo + DEFAULT_ACTIVITIES),
     }
+    # What a step or a chosen range counts from: the same span, without the sort.
+    (extent,) = run_query(con, "activity_extent").to_dicts()
+    assert extent == {"first_ns": 0, "last_ns": 1_000 * (count - 1) + 600, "activity_count": count}
     t = build_timeline(con)
     assert t is not None and t.basis == "middle of the trace"
     assert len(t.gpus[0].lanes[0].pieces["gemm"]) == DEFAULT_ACTIVITIES
@@ -188,6 +191,7 @@ def test_without_steps_a_large_trace_shows_a_window_of_fixed_size_from_its_middl
 def test_a_trace_without_gpu_activity_has_no_timeline(write_and_open: Open) -> None:
     con = write_and_open(Scenario(kernels=[Kernel(5, 5, GEMM)]))
     assert run_query(con, "activity_middle").height == 0
+    assert run_query(con, "activity_extent").height == 0
     assert build_timeline(con) is None
 
 

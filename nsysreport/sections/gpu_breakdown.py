@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -126,16 +126,21 @@ GpuLabel = tuple[int, str | None, str | None]  # (rank, host, GPU name)
 
 
 def build_gpus(
-    frames: Mapping[str, pl.DataFrame], labels: Mapping[GpuKey, GpuLabel]
+    breakdown: Iterable[dict[str, Any]],
+    gap_summary: Iterable[dict[str, Any]],
+    gap_histogram: Iterable[dict[str, Any]],
+    gap_top: Iterable[dict[str, Any]],
+    graph_layer_gap: Iterable[dict[str, Any]],
+    labels: Mapping[GpuKey, GpuLabel],
 ) -> tuple[GpuReport, ...]:
-    """Every GPU's row from the stacked frames (a `file` column) of gpu_breakdown, gap_summary,
+    """Every GPU's row from the rows (each with its `file`) of gpu_breakdown, gap_summary,
     gap_histogram, gap_top and graph_layer_gap."""
-    summaries = {gpu_key(r): r for r in frames["gap_summary"].to_dicts()}
-    histograms = group_by_gpu(frames["gap_histogram"].to_dicts())
-    tops = group_by_gpu(frames["gap_top"].to_dicts())
-    unplaced = {gpu_key(r): r["no_layer_no_origin"] for r in frames["graph_layer_gap"].to_dicts()}
+    summaries = {gpu_key(r): r for r in gap_summary}
+    histograms = group_by_gpu(gap_histogram)
+    tops = group_by_gpu(gap_top)
+    unplaced = {gpu_key(r): r["no_layer_no_origin"] for r in graph_layer_gap}
     gpus = []
-    for row in frames["gpu_breakdown"].to_dicts():
+    for row in breakdown:
         key = gpu_key(row)
         rank, host, gpu_name = labels[key]
         gaps = _gap_stats(
@@ -192,7 +197,7 @@ def gpu_key(row: Mapping[str, Any] | Any) -> GpuKey:
     return (row.file, row.pid, row.device_id)
 
 
-def group_by_gpu(rows: list[dict[str, Any]]) -> dict[GpuKey, list[dict[str, Any]]]:
+def group_by_gpu(rows: Iterable[dict[str, Any]]) -> dict[GpuKey, list[dict[str, Any]]]:
     grouped: dict[GpuKey, list[dict[str, Any]]] = {}
     for r in rows:
         grouped.setdefault(gpu_key(r), []).append(r)

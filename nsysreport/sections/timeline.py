@@ -13,7 +13,6 @@ from nsysreport.units import pct
 MAX_ROWS = 6000
 # Activities in the window when the trace has no steps to pick one from.
 DEFAULT_ACTIVITIES = 1200
-EVERY_ACTIVITY = 1 << 62  # activity_middle's window is then the whole trace, with no sorting
 
 Piece = tuple[int, int]  # (start, end) in ns from the window start
 
