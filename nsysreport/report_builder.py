@@ -201,7 +201,7 @@ def build(
     )
     tp = build_tp_structure(rows("layer_collective"), rank, collectives, layers, facts.model)
     with _stacked_tables(files, offsets, ranks) if job is None else nullcontext(job) as tables:
-        stragglers = _stragglers(tables, ranks, sliced=job is None)
+        stragglers = _stragglers(tables, ranks)
         top_kernels = build_kernels(tables.con, top)
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(
         rows("gpu_metric_summary"), rows("gpu_metric_ignored"), rank
@@ -310,6 +310,9 @@ class JobTables:
 
     con: duckdb.DuckDBPyConnection
     gpus: Mapping[tuple[int, int], GpuKey]
+    # The frame registered as `collective`, read a slice at a time (see _sliced_straggler_rows);
+    # None: a table of `con`'s own, which DuckDB reads at once within its memory limit.
+    instances: pl.DataFrame | None = None
 
 
 def _own_tables(con: duckdb.DuckDBPyConnection, file: str) -> JobTables:
@@ -331,16 +334,16 @@ def _stacked_tables(
     )
     instances = _aligned_instances(files, offsets, ranks)
     with _reading(collective=instances, kernel_gpu_total=totals) as con:
-        yield JobTables(con, {(i, 0): key for key, i in stand_in.items()})
+        yield JobTables(con, {(i, 0): key for key, i in stand_in.items()}, instances)
 
 
-def _stragglers(tables: JobTables, ranks: Ranks, sliced: bool) -> Stragglers:
-    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once;
-    `sliced`: `collective` is a registered frame, read a slice at a time."""
+def _stragglers(tables: JobTables, ranks: Ranks) -> Stragglers:
+    """The straggler analysis (queries/straggler_*.sql) over every file's collectives at once."""
     con = tables.con
     unmatched_rows = run_query(con, "straggler_unmatched").to_dicts()
-    if sliced:
-        found = _sliced_straggler_rows(con, {row["op"] for row in unmatched_rows})
+    if tables.instances is not None:
+        ops = {row["op"] for row in unmatched_rows}
+        found = _sliced_straggler_rows(con, tables.instances, ops)
     else:
         found = {
             (r.pop("pid"), r.pop("device_id")): r
@@ -369,11 +372,11 @@ SLICE_INSTANCES = 100_000
 
 
 def _sliced_straggler_rows(
-    con: duckdb.DuckDBPyConnection, unmatched_ops: set[str]
+    con: duckdb.DuckDBPyConnection, collective: pl.DataFrame, unmatched_ops: set[str]
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """straggler_gpu's rows per (pid, device_id), the query run in `con` over slices of the
-    instances (the frame registered there as `collective`), each registered in turn as the
-    table `collective`.
+    instances `collective` (registered there as the table `collective`), each registered in
+    turn as that table.
 
     Instances are matched by (op, ordinal) alone, so those of disjoint sets of ordinals are
     independent: each slice holds the ordinals k with k % slices = i, of every op but those
@@ -384,7 +387,6 @@ def _sliced_straggler_rows(
     """
     import polars as pl
 
-    collective = con.table("collective").pl()  # a registered frame: no copy
     slices = max(1, -(-collective.height // SLICE_INSTANCES))
     matchable = ~pl.col("op").is_in(sorted(unmatched_ops))
     out: dict[tuple[int, int], dict[str, Any]] = {}

@@ -147,8 +147,9 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
 
     def figures(sliced: bool = True) -> list[tuple[int, int, int, int, int, int | None]]:
         with report_builder._reading(collective=collective) as con:
-            tables = report_builder.JobTables(con, {(g, 0): ("f", g, 0) for g in starts})
-            found = report_builder._stragglers(tables, ranks, sliced)
+            gpus = {(g, 0): ("f", g, 0) for g in starts}
+            tables = report_builder.JobTables(con, gpus, collective if sliced else None)
+            found = report_builder._stragglers(tables, ranks)
         assert [(u["op"], u["rank"], u["instances"]) for u in found.unmatched] == [
             ("Broadcast", 0, 2),
             ("Broadcast", 1, 3),
