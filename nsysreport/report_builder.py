@@ -60,8 +60,8 @@ if TYPE_CHECKING:
 
 GpuKey = tuple[str, int, int]  # (file, pid, device_id)
 Ranks = Mapping[GpuKey, tuple[int, str]]  # -> (rank, where it came from)
-# A timeline's rows of each file: given per file (its job, window [lo, hi) on its own clock,
-# rows at most), timeline_window's rows.
+# A timeline's rows of each file: given per file a window [lo, hi) on its own clock and the
+# rows it may return at most, timeline_window's rows.
 Fetch = Callable[[list[tuple[int, int, int]]], list[list[dict[str, Any]]]]
 
 
@@ -77,7 +77,7 @@ def build_report(
     the ranks the file gives its GPUs (gpu_rank.sql) and its own clock."""
     default = timeline_step is None and timeline_range == (None, None)
     part = file_frames(con, trace_path, trace_path.name, top, default, instances=False)
-    ranks = own_ranks(part)
+    ranks = own_ranks(part.name, part.frames["gpu_rank"])
     report = build([part], ranks, top, facts or Facts(), job=_own_tables(con, part.name))
     return replace(
         report,
@@ -88,11 +88,11 @@ def build_report(
     )  # fmt: skip
 
 
-def own_ranks(part: FileFrames) -> dict[GpuKey, tuple[int, str]]:
+def own_ranks(file: str, gpu_rank: pl.DataFrame) -> dict[GpuKey, tuple[int, str]]:
     """The ranks one file alone gives its GPUs: gpu_rank.sql's (MPI rank, else position)."""
     return {
-        (part.name, pid, dev): (rank, "gpu_rank")
-        for pid, dev, rank in part.frames["gpu_rank"].select("pid", "device_id", "rank").rows()
+        (file, pid, dev): (rank, "gpu_rank")
+        for pid, dev, rank in gpu_rank.select("pid", "device_id", "rank").rows()
     }
 
 
@@ -110,8 +110,8 @@ def with_display(
     would build (tests/test_cache.py checks the pages and JSON against a fresh run's), and a
     run with another display option skips every other query."""
     default = timeline_step is None and timeline_range == (None, None)
-    file = report.gpus[0].file if report.gpus else Path(report.traces[0].path).name
-    ranks = {(g.file, g.pid, g.device_id): (g.rank, "gpu_rank") for g in report.gpus}
+    file = Path(report.traces[0].path).name  # as build_report names it
+    ranks = own_ranks(file, run_query(con, "gpu_rank"))
     middle = activity_middle(con, default and not report.steps)
     return replace(
         report,
