@@ -93,7 +93,7 @@ def start_keyed_pictures(
     """keyed_pictures, with the pictures to draw handed to `worker` (when there is one) at
     once; calling the result waits for them (nsysreport.picture_worker). `previous`: the
     report whose pictures `reuse` holds, when `report` was made from it by replacing some
-    fields (model.with_display): a picture drawn from the very same (immutable) objects is
+    fields (report_builder.with_display): a picture drawn from the very same (immutable) objects is
     taken without digesting them again."""
     done: dict[str, tuple[str, str]] = {}
     todo: dict[str, tuple[str, Drawing, bytes, Future[str] | None]] = {}

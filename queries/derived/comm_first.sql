@@ -3,7 +3,7 @@
 -- The instances comm_match compares across GPUs: for the channels known only by their stream
 -- (collective.channel_source `stream`), the k-th kernel of the channel by start (ties: the
 -- lower kernel_id), for k up to 32. A channel belongs to one GPU, so a file's rows are the
--- same whether it is read alone or beside other files: nsysreport.multi gathers every file's
+-- same whether it is read alone or beside other files: the report builder gathers every file's
 -- rows (a few per GPU, not every collective) to match channels across per-rank files.
 -- Materialised (CREATE TABLE) when the trace is opened.
 --

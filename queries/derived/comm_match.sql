@@ -5,8 +5,8 @@
 -- completes it everywhere), so two channels on different GPUs are members of one communicator
 -- when, of their first 32 instances taken in start order (comm_first; the k-th against the
 -- k-th), at least 90% end within 2 µs of each other. Each channel is listed with its own GPU
--- and every GPU with a channel that matches it. nsysreport.multi runs this file over every
--- file's comm_first rows at once, on one aligned clock, to match channels across per-rank
+-- and every GPU with a channel that matches it. nsysreport.report_builder runs this file over
+-- every file's comm_first rows at once, on one aligned clock, to match channels across per-rank
 -- files. Materialised (CREATE TABLE) when the trace is opened.
 --
 -- Reads: comm_first

@@ -3,7 +3,7 @@
 -- Materialised (CREATE TABLE) when the trace is opened: it is small (GPUs x kernel names),
 -- and a report with another --top ranks it again without grouping every kernel by name (5M
 -- kernels: 0.4 s each time as a view). What kernel_top ranks. A report over several files
--- concatenates each file's rows (with a stand-in GPU id per file's GPU, nsysreport.multi) and
+-- stacks each file's rows (a stand-in GPU id per file's GPU, nsysreport.report_builder) and
 -- runs the same kernel_top over them, so one definition serves one file and many. Activities
 -- with end <= start count as instances with zero time.
 --

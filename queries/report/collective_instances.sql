@@ -1,8 +1,8 @@
 -- collective_instances: each GPU's collective kernels, numbered per op, to match across files
 --
 -- The k-th instance of an op on one GPU is the k-th on every other GPU of the job: across the
--- files of a multi-file run, nsysreport.multi matches instances by (op, ordinal) to line up
--- the files' clocks (nsysreport.align) and to find stragglers (straggler_gpu).
+-- files of a multi-file run, instances matched by (op, ordinal) line up the files' clocks
+-- (nsysreport.align) and find the stragglers (straggler_gpu, run by nsysreport.report_builder).
 --
 -- Reads: collective
 --
