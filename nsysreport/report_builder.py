@@ -79,13 +79,8 @@ def build_report(
     part = file_frames(con, trace_path, trace_path.name, top, default, instances=False)
     ranks = own_ranks(part.name, part.frames["gpu_rank"])
     report = build([part], ranks, top, facts or Facts(), job=_own_tables(con, part.name))
-    return replace(
-        report,
-        timeline=build_timeline(
-            [(part.name, part.middle)], [0], ranks, run_query(con, "step_span").to_dicts(),
-            _local(con), timeline_step, timeline_range,
-        ),
-    )  # fmt: skip
+    timeline = _own_timeline(con, part.name, part.middle, ranks, timeline_step, timeline_range)
+    return replace(report, timeline=timeline)
 
 
 def own_ranks(file: str, gpu_rank: pl.DataFrame) -> dict[GpuKey, tuple[int, str]]:
@@ -117,20 +112,25 @@ def with_display(
         report,
         gpus=with_top_gaps(con, report.gpus, top),
         top_kernels=build_kernels(con, top),
-        timeline=build_timeline(
-            [(file, middle)], [0], ranks, run_query(con, "step_span").to_dicts(), _local(con),
-            timeline_step, timeline_range,
-        ),
-    )  # fmt: skip
+        timeline=_own_timeline(con, file, middle, ranks, timeline_step, timeline_range),
+    )
 
 
-def _local(con: duckdb.DuckDBPyConnection) -> Fetch:
-    """The timeline's rows of the one trace loaded in `con`."""
+def _own_timeline(
+    con: duckdb.DuckDBPyConnection,
+    file: str,
+    middle: dict[str, Any] | None,
+    ranks: Ranks,
+    step: str | None,
+    timeline_range: tuple[int | None, int | None],
+) -> Timeline | None:
+    """build_timeline for the one trace loaded in `con`: its own step spans and rows."""
 
     def fetch(windows: list[tuple[int, int, int]]) -> list[list[dict[str, Any]]]:
         return [timeline_rows(con, *window) for window in windows]
 
-    return fetch
+    spans = run_query(con, "step_span").to_dicts()
+    return build_timeline([(file, middle)], [0], ranks, spans, fetch, step, timeline_range)
 
 
 def timeline_rows(
