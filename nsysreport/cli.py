@@ -25,6 +25,7 @@ from nsysreport.perfetto import OPEN_HINT
 from nsysreport.progress import terminal_progress
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
 from nsysreport.sections.communicators import parse_comm_groups
+from nsysreport.sections.quality import build_quality
 from nsysreport.sqlite_copy import table_rows
 from nsysreport.summary import print_comparison, print_summary
 from nsysreport.user_facts import Facts, parse_link_peaks, parse_model_shape
@@ -287,6 +288,18 @@ def gate(
         int | None,
         typer.Option(min=0, help="Fail when any GPU has fewer steps than this to judge."),
     ] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Fail when the trace's data-quality ledger holds rows: left out (no stream, "
+            "outside the capture, ...) or kept with a caveat (see --strict-max-rows).",
+        ),
+    ] = False,
+    strict_max_rows: Annotated[
+        int,
+        typer.Option(min=0, help="With --strict: the most ledger rows that still pass."),
+    ] = 0,
     junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
     markdown: Annotated[Path | None, typer.Option(help="Also write a Markdown table here.")] = None,
     json_path: Annotated[
@@ -328,7 +341,9 @@ def gate(
     def work() -> GateResult:
         options = (("max", max_), ("min", min_), ("max-regression", max_regression))
         checks = [(kind, item) for kind, items in options for item in items or []]
-        plan = gate_budget.plan(budget, Path.cwd(), checks, baseline, min_steps)
+        plan = gate_budget.plan(
+            budget, Path.cwd(), checks, baseline, min_steps, strict_max_rows if strict else None
+        )
         patterns = parse_patterns(step_pattern, layer_pattern, kernel_class or [], [])
         named = (("--junit", junit), ("--markdown", markdown), ("--json", json_path))
         files = [Output(option, path) for option, path in named if path is not None]
@@ -390,8 +405,13 @@ def query(
     def work() -> None:
         params = _parse_params(param or [])
         queries.find_query(name)  # an unknown name fails before the trace is loaded
-        frame = queries.run_query(open_trace(trace, cache=not no_cache), name, params)
+        con = open_trace(trace, cache=not no_cache)
+        frame = queries.run_query(con, name, params)
         sys.stdout.write(queries.frame_text(frame, csv))
+        # The rows the numbers leave out or take with a caveat, one line each, on stderr: the
+        # printed rows stay exactly the query's.
+        for item in build_quality(con, trace.name).items:
+            print(f"{trace.name}: {item.sentence} [{item.ledger_class}]", file=sys.stderr)
 
     _run(work)
 

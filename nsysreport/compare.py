@@ -65,6 +65,8 @@ class Comparison:
     notes: tuple[str, ...]  # what could not be compared fairly, and why
     # {"role", "exposed_comm_ns": {label: per step per GPU}, "step_pct": {..}, "hidden_pct": {..}}
     roles: tuple[dict[str, Any], ...] = ()
+    # Each configuration's data-quality ledger rows ({"label", "file", "class", "table", ...}).
+    ledger: tuple[dict[str, Any], ...] = ()
 
     @property
     def graph_part(self) -> bool:
@@ -174,6 +176,9 @@ def compare(
             )
         )
     layers, layer_notes = _layers(ordered, measured)
+    # What each configuration's numbers leave out or take with a caveat (its ledger).
+    quality = [(label, i) for label, report in ordered for i in report.quality.items]
+    notes += [f"{label}: {i.file}: {i.sentence}" for label, i in quality]
     return Comparison(
         configs=tuple(configs),
         baseline=base_label,
@@ -183,6 +188,7 @@ def compare(
         collectives=_collectives(ordered),
         notes=tuple(notes + layer_notes),
         roles=_roles(ordered, measured, basis),
+        ledger=tuple({"label": label, **i.ledger_row()} for label, i in quality),
     )
 
 
@@ -420,4 +426,5 @@ def as_json(c: Comparison) -> dict[str, Any]:
         "collectives_summary": collective_sentence(c),
         "roles": list(c.roles),
         "roles_summary": role_comparison_sentence(c),
+        "ledger": list(c.ledger),
     }

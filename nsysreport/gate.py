@@ -14,8 +14,9 @@ from nsysreport.gate_budget import Budget, CheckSpec, budget_from
 from nsysreport.gate_metrics import Measure, Metric, Spread, metric_of
 from nsysreport.model import Report
 from nsysreport.model_json import WRITE_AGAIN
+from nsysreport.sections.quality import DataQuality, QualityItem
 
-JSON_SCHEMA_VERSION = 1  # of the gate's own --json file
+JSON_SCHEMA_VERSION = 2  # of the gate's own --json file; 2: the data-quality `ledger`
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,8 @@ class GateResult:
     trace: str
     baseline: str | None
     checks: tuple[CheckResult, ...]
+    # The trace's data-quality ledger: rows its numbers leave out or take with a caveat.
+    ledger: tuple[QualityItem, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -85,7 +88,36 @@ def evaluate(
                 raise OptionError(f"--max-regression {spec.metric}: needs a baseline")
             base = _measure(metric, selector, baseline, baseline_name)
         results.append(_judge(spec, metric, now, base))
-    return GateResult(trace, baseline_name, tuple(results))
+    if budget.strict_max_rows is not None:
+        results.append(_strict(report.quality, budget.strict_max_rows))
+    return GateResult(trace, baseline_name, tuple(results), report.quality.items)
+
+
+def _strict(quality: DataQuality, most: int) -> CheckResult:
+    """--strict: fail when more than `most` rows were left out or taken with a caveat."""
+    changed, dropped = quality.changed_rows, quality.dropped_rows
+    classes = sorted({i.ledger_class for i in quality.items})
+    return CheckResult(
+        check="strict data quality",
+        metric="unclean_rows",
+        kind="max",
+        unit="count",
+        higher_is_worse=True,
+        limit=most,
+        measured=changed,
+        baseline=None,
+        change_pct=None,
+        spread=None,
+        baseline_spread=None,
+        verdict=_verdict(changed <= most),
+        note=(
+            f"{_rows(dropped)} left out, {_rows(changed - dropped)} kept with a caveat "
+            f"({', '.join(classes)})"
+            if classes
+            else "every row used as written"
+        ),
+        aggregation="rows of the trace's data-quality ledger, every class",
+    )
 
 
 def _measure(metric: Metric, selector: str | None, report: Report, source: str | None) -> Measure:
@@ -174,6 +206,10 @@ def _judge(spec: CheckSpec, metric: Metric, now: Measure, base: Measure | None) 
 def _equal(a: float, b: float) -> bool:
     # A limit copied from a printed value must not fail on float rounding of a ratio.
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def _rows(n: int) -> str:
+    return f"{n:,} row" + "s" * (n != 1)
 
 
 def _verdict(ok: bool) -> str:

@@ -29,6 +29,8 @@ class Budget:
     checks: tuple[CheckSpec, ...] = ()
     baseline: Path | None = None
     min_steps: int | None = None
+    # --strict: the most rows the trace's ledger may hold (left out or kept with a caveat).
+    strict_max_rows: int | None = None
 
 
 def plan(
@@ -37,14 +39,23 @@ def plan(
     checks: Iterable[tuple[str, str]],
     baseline: Path | None = None,
     min_steps: int | None = None,
+    strict_max_rows: int | None = None,
 ) -> Budget:
     """What `gate` checks: the budget file (else `folder`/pyproject.toml's table, if any),
-    with the command line's `checks` ((kind, "METRIC=VALUE")), baseline and min-steps over it."""
-    given = Budget(tuple(parse_check(kind, item) for kind, item in checks), baseline, min_steps)
+    with the command line's `checks` ((kind, "METRIC=VALUE")), baseline, min-steps and
+    --strict over it."""
+    given = Budget(
+        tuple(parse_check(kind, item) for kind, item in checks),
+        baseline,
+        min_steps,
+        strict_max_rows,
+    )
     found = load_budget(budget) if budget is not None else find_budget(folder)
     merged = merge(found, given)
-    if not merged.checks and merged.min_steps is None:
-        raise OptionError("nothing to check: give --max, --min, --max-regression or --budget")
+    if not merged.checks and merged.min_steps is None and merged.strict_max_rows is None:
+        raise OptionError(
+            "nothing to check: give --max, --min, --max-regression, --strict or --budget"
+        )
     if merged.baseline is None and any(c.kind == "max-regression" for c in merged.checks):
         raise OptionError("--max-regression needs --baseline (or baseline = in the budget)")
     return merged
@@ -145,4 +156,5 @@ def merge(base: Budget | None, override: Budget) -> Budget:
         tuple(checks.values()),
         override.baseline or base.baseline,
         override.min_steps if override.min_steps is not None else base.min_steps,
+        override.strict_max_rows if override.strict_max_rows is not None else base.strict_max_rows,
     )

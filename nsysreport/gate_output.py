@@ -112,6 +112,13 @@ def print_table(result: GateResult) -> None:
         table.add_row(*row, *(Text(cell) for cell in cells))
     console.print(table)
     console.print(Text(summary_line(result)))
+    for line in ledger_lines(result):
+        console.print(Text(line), soft_wrap=True)
+
+
+def ledger_lines(result: GateResult) -> list[str]:
+    """One line per ledger item: what the numbers leave out or take with a caveat."""
+    return [f"data quality: {i.sentence} [{i.ledger_class}, {i.source}]" for i in result.ledger]
 
 
 def _spreads(c: CheckResult, sep: str) -> str:
@@ -158,6 +165,7 @@ def to_json(result: GateResult) -> dict[str, Any]:
             }
             for c in result.checks
         ],
+        "ledger": [i.ledger_row() for i in result.ledger],
     }
 
 
@@ -186,6 +194,8 @@ def to_junit(result: GateResult) -> str:
         elif c.verdict == "skip":
             ET.SubElement(case, "skipped", {"message": c.note})
         ET.SubElement(case, "system-out").text = detail
+    if result.ledger:
+        ET.SubElement(suite, "system-out").text = "\n".join(ledger_lines(result))
     ET.indent(suite)
     return ET.tostring(suite, encoding="unicode", xml_declaration=True) + "\n"
 
@@ -225,4 +235,7 @@ def to_markdown(result: GateResult) -> str:
             cells.append(fmt_value(c.baseline, c.unit) if c.baseline is not None else "")
         cells += [_spreads(c, "<br>"), c.note]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    if result.ledger:
+        lines.append("")
+        lines += [f"- {line}" for line in ledger_lines(result)]
     return "\n".join(lines) + "\n"

@@ -63,7 +63,8 @@ from nsysreport.sections.verdict import Bottleneck
 if TYPE_CHECKING:
     import polars as pl
 
-JSON_SCHEMA_VERSION = 1
+JSON_SCHEMA_VERSION = 2  # 2: the data-quality `ledger`
+OLDER_JSON_SCHEMA_VERSIONS = (1,)  # still read: their notes give the same items
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,7 @@ class Report:
         """The report that `as_json` wrote `data` from (a saved `report --json`), every value
         checked; the timeline, which the JSON leaves out, is None. A file of another
         schema_version, or not a complete report, is one TraceError line naming `source`."""
-        data = check_version(data, source, JSON_SCHEMA_VERSION)
+        data = check_version(data, source, JSON_SCHEMA_VERSION, OLDER_JSON_SCHEMA_VERSIONS)
         if not isinstance(data.get("gpus"), list):
             raise TraceError(
                 f"{source}: has no GPUs (its 'gpus' is not a list of GPUs); {WRITE_AGAIN}"
@@ -204,6 +205,11 @@ class Report:
             for i, row in enumerate(rows)
         )
         notes = r.field(data, "", "data_quality", tuple[str, ...])
+        ledger = (
+            _ledger(r.field(data, "", "ledger", tuple[dict[str, Any], ...]) or (), r)
+            if data["schema_version"] >= 2
+            else None
+        )
         # Absent from reports written before the GPU metrics and communicators sections: none.
         gpu_metrics: dict[str, Any] = {
             key: r.field(data, "", key, hint) if key in data else ()
@@ -224,7 +230,7 @@ class Report:
             stragglers=replace(stragglers_of(straggler_gpus, unmatched), matched=matched),
             top_kernels=top_kernels,
             clocks=clocks,
-            quality=_quality(skipped, notes, file, r),
+            quality=_quality(skipped, notes, file, r) if ledger is None else ledger,
             **gpu_metrics,
         )
 
@@ -249,6 +255,24 @@ def _quality(
         items.append(kept)
     if pending:
         r.fail(f"skipped has {len(pending)} row(s) that no data_quality note states")
+    return DataQuality(tuple(items))
+
+
+def _ledger(rows: Sequence[dict[str, Any]], r: Decoder) -> DataQuality:
+    """The items of a report JSON's `ledger` (schema_version 2), each checked against the
+    class and treatment its reason gives."""
+    items = []
+    for i, row in enumerate(rows):
+        fields = {"file": str, "class": str, "table": str, "rows": int, "treatment": str}
+        values = {k: r.field(row, f"ledger[{i}]", k, hint) for k, hint in fields.items()}
+        reason = r.field(row, f"ledger[{i}]", "reason", str)
+        if reason is None or None in values.values():
+            continue  # noted by the decoder, raised by its done()
+        kind = "skipped" if values["treatment"] == "skipped" else "kept"
+        item = QualityItem(values["file"], kind, values["table"], reason, values["rows"])
+        if (item.ledger_class, item.treatment) != (values["class"], values["treatment"]):
+            r.fail(f"ledger[{i}] has a class or treatment that its reason does not give")
+        items.append(item)
     return DataQuality(tuple(items))
 
 
@@ -352,6 +376,8 @@ JSON_SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[[Report], Any]], ...] 
         ("quality", "traces"),
         lambda report: list(report.quality.notes(with_file=len(report.traces) > 1)),
     ),
+    # The same items as one structure: class, table, rows, treatment (docs/metrics.md).
+    ("ledger", ("quality",), lambda report: [i.ledger_row() for i in report.quality.items]),
     ("data_path", ("data_path",), _rows("data_path")),
     (
         "data_path_verdict",

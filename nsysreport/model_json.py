@@ -72,9 +72,12 @@ def _finite(text: str) -> float:
     return value
 
 
-def check_version(data: Any, source: str | Path, expected: int) -> dict[str, Any]:
-    """`data` as a report object of JSON schema_version `expected`, else one TraceError line
-    that names `source`, the version found and the one expected."""
+def check_version(
+    data: Any, source: str | Path, expected: int, older: tuple[int, ...] = ()
+) -> dict[str, Any]:
+    """`data` as a report object of JSON schema_version `expected` (or one of the `older` ones
+    still read), else one TraceError line that names `source`, the version found and the one
+    expected."""
     if not isinstance(data, dict) or "schema_version" not in data:
         what = "an object without schema_version" if isinstance(data, dict) else "no object"
         raise TraceError(
@@ -82,7 +85,7 @@ def check_version(data: Any, source: str | Path, expected: int) -> dict[str, Any
             f"schema_version {expected}); write one with: nsysreport report TRACE --json FILE"
         )
     found = data["schema_version"]
-    if type(found) is not int or found != expected:
+    if type(found) is not int or (found != expected and found not in older):
         newer = type(found) is int and found > expected
         raise TraceError(
             f"{source}: is a report of JSON schema_version {json.dumps(found)}, but nsysreport "

@@ -107,7 +107,7 @@ def test_the_github_workflow_passes_a_trace_within_budget_and_keeps_every_file(
     assert "exposed_comm_pct" in summary
     # The kept JSON is a baseline the next run's gate reads.
     baseline = json.loads((workdir / "nsysreport-baseline.json").read_text())
-    assert baseline["schema_version"] == 1 and len(baseline["gpus"]) == 8
+    assert baseline["schema_version"] == 2 and len(baseline["gpus"]) == 8
 
 
 def test_the_github_workflow_fails_over_budget_yet_summarises_and_keeps_the_files(

@@ -54,7 +54,7 @@ def test_the_json_contract_has_every_section_and_metric(trace: Path, tmp_path: P
     )
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2
     for key in (
         "tool_version",
         "traces",

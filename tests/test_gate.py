@@ -317,7 +317,7 @@ def test_markdown_and_json_give_the_same_verdicts_as_the_terminal(
     verdicts = {row.split(" | ")[1].strip("`"): row.split(" | ")[0] for row in rows}
     assert verdicts == {"max exposed_comm_pct": "| ❌ FAIL", "max idle_pct": "| ✅ PASS"}
     data = json.loads(js.read_text())
-    assert data["schema_version"] == 1 and data["passed"] is False
+    assert data["schema_version"] == 2 and data["passed"] is False
     assert data["trace"] == str(two_gpus)
     assert [(c["check"], c["passed"]) for c in data["checks"]] == [
         ("max exposed_comm_pct", False),
@@ -403,7 +403,7 @@ def test_a_saved_report_with_no_gpus_is_an_error_not_a_pass(two_gpus: Path, tmp_
         ('{"schema_version": 1, "gpus": [{"rank": 0}]', "not valid JSON"),  # truncated
         ('{"schema_version": 1, "gpus": [{"rank": 0}]}', "not a complete"),
         ('{"schema_version": 1, "gpus": {"rank": 0}}', "has no GPUs"),
-        ("[1, 2]", "not a report of JSON schema_version 1"),
+        ("[1, 2]", "not a report of JSON schema_version 2"),
         ("[" * 100_000 + "]" * 100_000, "not valid JSON"),  # too deep for the parser
         ('{"schema_version": 1, "gpus": [1e999999999999999999999]}', "not valid JSON"),
     ],

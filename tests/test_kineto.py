@@ -195,8 +195,9 @@ def test_microsecond_floats_become_exact_nanoseconds(tmp_path: Path) -> None:
         (4458676983543183, 4458676983584590),
         (1669783687464181000, 1669783687464184000),
     ]
-    memcpy = con.sql("SELECT start_ns, end_ns, bytes, copy_kind FROM memcpy").fetchall()
-    assert memcpy == [(10000, 10001, 64, "Host-to-Device")]
+    # The raw rows: the analysis leaves the ones far from the host's calls out of the capture.
+    memcpy = con.sql('SELECT start, "end", bytes, copyKind FROM CUPTI_ACTIVITY_KIND_MEMCPY')
+    assert memcpy.fetchall() == [(10000, 10001, 64, 1)]  # 1: host to device
     launched = con.sql(
         "SELECT l.pid, l.tid, l.start_ns, l.end_ns FROM kernel AS k JOIN launch AS l "
         "ON l.global_pid = k.global_pid AND l.correlation_id = k.correlation_id"

@@ -350,7 +350,7 @@ def test_missing_folders_on_the_way_are_made(trace: Path, tmp_path: Path) -> Non
 
 def test_json_to_stdout_is_not_a_file_and_may_go_with_any_output(trace: Path) -> None:
     code, out, _ = nsysreport(trace, "-o", "r.html", "--json", "-")
-    assert code == 0 and json.loads(out)["schema_version"] == 1
+    assert code == 0 and json.loads(out)["schema_version"] == 2
     assert not Path("-").exists() and Path("r.html").is_file()
 
 

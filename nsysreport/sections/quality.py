@@ -26,6 +26,33 @@ ROW_NOUNS = {
     "StringIds": ("name string", "name strings"),
     "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
 }
+# The ledger's class of each reason (a stable name for tools; the reason is the sentence for
+# people) and what was done with the rows (docs/metrics.md, "Data-quality ledger"). The
+# reasons are the loaders' and unusable_row.sql's; one this table does not know is class
+# `other`, never an error.
+LEDGER_CLASSES = {
+    "no start time": "missing_start",
+    "no end time": "missing_end",
+    "no device id": "missing_device",
+    "no process id": "missing_process",
+    "no stream id": "missing_stream",
+    "negative time": "negative_time",
+    "device id out of range": "bad_device",
+    "device not in the trace": "unlisted_device",
+    "not a process id": "bad_process",
+    "time outside the capture": "outside_capture",
+    "duplicate row": "duplicate_row",
+    "complete event (ph X) with no cat": "missing_category",
+    "GPU event that is not a complete event (ph X)": "missing_duration",
+    "no name: counted as compute": "missing_name",
+    "end before start: counted, with no time": "end_before_start",
+    "value is not JSON: ignored": "unparsed_metadata",
+}
+_UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
+# What a kept row's caveat says was done with it; a skipped row is left out.
+_KEPT_TREATMENT = re.compile(r".*: (?P<treatment>[^:]+)")
+
+
 # A kept item's note (QualityItem.sentence, after `FILE: ` in a report over several files).
 _KEPT_NOTE = re.compile(r"(?P<count>\d[\d,]*) (?P<noun>.+?) with (?P<reason>.+)")
 _KEPT_NOTE_OF_FILE = re.compile(r"(?P<file>.+?): " + _KEPT_NOTE.pattern)
@@ -42,6 +69,33 @@ class QualityItem:
     source: str
     reason: str
     count: int
+
+    @property
+    def ledger_class(self) -> str:
+        """The reason's stable name: `missing_stream`, `outside_capture`, `untyped_value`..."""
+        if _UNTYPED.fullmatch(self.reason):
+            return "untyped_value"
+        return LEDGER_CLASSES.get(self.reason, "other")
+
+    @property
+    def treatment(self) -> str:
+        """What was done with the rows: `skipped`, `counted, with no time`, `counted as
+        compute`, `ignored`."""
+        if self.kind == "skipped":
+            return "skipped"
+        match = _KEPT_TREATMENT.fullmatch(self.reason)
+        return match["treatment"].strip() if match else "kept"
+
+    def ledger_row(self) -> dict[str, str | int]:
+        """The item as the JSON's `ledger` writes it."""
+        return {
+            "file": self.file,
+            "class": self.ledger_class,
+            "table": self.source,
+            "rows": self.count,
+            "treatment": self.treatment,
+            "reason": self.reason,
+        }
 
     @property
     def sentence(self) -> str:
@@ -63,6 +117,16 @@ class DataQuality:
     def notes(self, with_file: bool = False) -> tuple[str, ...]:
         """One sentence per item; `with_file` names the file (a report over several files)."""
         return tuple(f"{i.file}: {i.sentence}" if with_file else i.sentence for i in self.items)
+
+    @property
+    def dropped_rows(self) -> int:
+        """Rows left out of the numbers (skipped); kept rows with a caveat are not counted."""
+        return sum(i.count for i in self.items if i.kind == "skipped")
+
+    @property
+    def changed_rows(self) -> int:
+        """Rows left out or kept with a caveat: every row the numbers do not take as written."""
+        return sum(i.count for i in self.items)
 
 
 NO_NOTES = DataQuality()

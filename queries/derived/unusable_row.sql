@@ -8,9 +8,18 @@
 -- INT64_MAX is no GPU, and would report a phantom one); `not a process id`: a globalPid that
 -- is negative or has thread bits (the low 24) set, which no export writes
 -- (docs/export-format.md, "Processes") and no launch joins;
--- `time outside the capture`: a duration, or a distance from the median start, beyond 10x the
--- capture duration (ANALYSIS_DETAILS.duration) or, without one, beyond 1e15 ns (11.6 days) -
--- no capture holds such a value (an end of INT64_MAX, say); `duplicate row`: identical to
+-- `device not in the trace`: a device id that the export's GPU list (TARGET_INFO_GPU) does not
+-- hold, where it holds any: one such row would otherwise become a GPU of its own and shift the
+-- rank labels of the real ones; `time outside the capture`: a row that starts or ends more than
+-- the capture's length D from the median start of the GPU rows, or lasts longer than D. Every
+-- row of a capture lies inside it, so no two rows are more than D apart and none is more than D
+-- from the median (a bound on both sides, whatever the rows' time base). D is
+-- ANALYSIS_DETAILS.duration; the export's startTime and stopTime are not used, because real
+-- exports put rows before startTime (perlmutter-cloverleaf: every kernel 1.2-1.6 s before it)
+-- or on another clock (rtx3080_tiny_2026.1: startTime 515,396 s, kernels at 1.5 s;
+-- docs/export-format.md). Without a duration (a PyTorch profiler trace), D is the extent of the
+-- host's rows (CUDA API calls and NVTX/annotation ranges), which every GPU row follows; with
+-- neither, 1e15 ns (11.6 days); `duplicate row`: identical to
 -- another row of its table (start, end, device, stream, correlation id, process, and the
 -- name ids or bytes), whose first copy is kept. Rows with end <= start are usable: they count
 -- (kernel_count) but carry no time, as docs/metrics.md says; data_quality notes the ones that end
@@ -18,7 +27,8 @@
 -- A new GPU table adds its rows to `gpu_rows`.
 --
 -- Reads: ANALYSIS_DETAILS, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_KERNEL,
---   CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET
+--   CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
+--   NVTX_EVENTS, TARGET_INFO_GPU
 --
 -- Columns:
 --   source   VARCHAR   raw table: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET or _GRAPH_TRACE
@@ -43,20 +53,32 @@ WITH gpu_rows AS NOT MATERIALIZED (
         correlationId, globalPid, graphId, graphExecId, NULL
     FROM CUPTI_ACTIVITY_KIND_GRAPH_TRACE
 ),
+host AS (
+    -- The host's rows: every GPU row follows a CUDA API call; ranges mark the host's work.
+    SELECT min(start) AS first, max(greatest(start, "end")) AS last
+    FROM (
+        SELECT start, "end" FROM CUPTI_ACTIVITY_KIND_RUNTIME
+        UNION ALL
+        SELECT start, "end" FROM NVTX_EVENTS
+    )
+    WHERE start >= 0
+),
 limits AS (
     -- As BIGINT, clamped: the checks below then compare plain integers and cannot overflow.
     SELECT least(span, 9223372036854775807)::BIGINT AS span,
-        greatest(median_start - span, -9223372036854775808)::BIGINT AS lowest_start,
-        least(median_start + span, 9223372036854775807)::BIGINT AS highest_start
+        greatest(median_start - span, -9223372036854775808)::BIGINT AS lowest_time,
+        least(median_start + span, 9223372036854775807)::BIGINT AS highest_time
     FROM (
         SELECT
             coalesce(
-                (SELECT 10 * max(duration)::HUGEINT FROM ANALYSIS_DETAILS WHERE duration > 0),
+                (SELECT max(duration)::HUGEINT FROM ANALYSIS_DETAILS WHERE duration > 0),
+                (SELECT (last - first)::HUGEINT FROM host WHERE last > first),
                 1000000000000000
             ) AS span,
             (SELECT quantile_disc(start, 0.5) FROM gpu_rows)::HUGEINT AS median_start
     )
 ),
+listed AS (SELECT DISTINCT id FROM TARGET_INFO_GPU WHERE id IS NOT NULL),
 checked AS NOT MATERIALIZED (
     SELECT g.source, g.row_id, CASE
         WHEN g.start IS NULL THEN 'no start time'
@@ -67,9 +89,12 @@ checked AS NOT MATERIALIZED (
         WHEN g.start < 0 OR g."end" < 0 THEN 'negative time'
         WHEN g.deviceId NOT BETWEEN 0 AND 4294967295 THEN 'device id out of range'
         WHEN g.globalPid < 0 OR g.globalPid & 16777215 <> 0 THEN 'not a process id'
+        WHEN g.deviceId NOT IN (SELECT id FROM listed) AND EXISTS (SELECT 1 FROM listed)
+            THEN 'device not in the trace'
         -- Both are >= 0 here, so end - start cannot overflow.
         WHEN g."end" - g.start > l.span
-            OR g.start NOT BETWEEN l.lowest_start AND l.highest_start
+            OR least(g.start, g."end") < l.lowest_time
+            OR greatest(g.start, g."end") > l.highest_time
             THEN 'time outside the capture'
     END AS reason,
         -- Duplicates are found by one hash of the row (one 64-bit key groups fast), then
