@@ -8,7 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysreport.kineto import copy_kineto
+from nsysreport.errors import TraceError
+from nsysreport.kineto import NEXT_STEP, copy_kineto
 from nsysreport.patterns import Patterns
 from nsysreport.queries import create_views, run_loader
 from nsysreport.raw_tables import create_raw_tables
@@ -77,7 +78,8 @@ def load_into(
     progress: Progress | None,
     patterns: Patterns,
 ) -> None:
-    """Copy the raw tables of `path` into `con`, then create the derived tables and views."""
+    """Copy the raw tables of `path` into `con`, then create the derived tables and views;
+    a trace whose kernels are all unusable is refused (TraceError) once they are made."""
     if schema == KINETO_SCHEMA:
         if progress:
             progress("traceEvents")
@@ -91,3 +93,39 @@ def load_into(
     if progress:
         progress(DERIVING)
     create_views(con, patterns)
+    _check_kernels(con, path, schema == KINETO_SCHEMA)
+
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+SHOWN_REASONS = 3  # the message names the most common reasons, then how many more there are
+
+
+def _check_kernels(con: duckdb.DuckDBPyConnection, path: Path, kineto: bool) -> None:
+    """Refuse a trace that has kernels of which none can be used (queries/load/
+    no_usable_kernel.sql): every analysis would stand on nothing. Checked while loading, so
+    that such a trace is never cached and every command and run fails alike."""
+    rows = run_loader(con, "no_usable_kernel").fetchall()
+    if not rows:
+        return
+    kernels = [(str(why), int(n)) for source, why, n in rows if source == KERNEL_TABLE]
+    events = [(str(why), int(n)) for source, why, n in rows if source != KERNEL_TABLE]
+    total = sum(count for _, count in kernels)
+    which = "its one kernel was" if total == 1 else f"all {total:,} kernels were"
+    message = f"{path}: no kernel can be used: {which} skipped ({_reasons(kernels)})"
+    if events:
+        more = sum(count for _, count in events)
+        were = "GPU event was" if more == 1 else "GPU events were"
+        message += f"; {more:,} more {were} not read ({_reasons(events)})"
+    next_step = NEXT_STEP if kineto else "export it again with nsys export --type sqlite"
+    raise TraceError(f"{message}; {next_step}")
+
+
+def _reasons(counts: list[tuple[str, int]]) -> str:
+    """`no stream id`, or `8 no stream id, 4 no device id, 1 more reason`: most common first."""
+    if len(counts) == 1:
+        return counts[0][0]
+    shown = [f"{count:,} {reason}" for reason, count in counts[:SHOWN_REASONS]]
+    rest = len(counts) - SHOWN_REASONS
+    if rest > 0:
+        shown.append(f"{rest} more reason" + ("s" if rest > 1 else ""))
+    return ", ".join(shown)

@@ -44,6 +44,7 @@ NEXT_STEP = "save it again with torch.profiler (export_chrome_trace or tensorboa
 STEPS = (
     "kineto_event",
     "kineto_unusable",
+    "kineto_defaulted",
     "kineto_host",
     "kineto_string",
     "kineto_gpu_event",

@@ -29,6 +29,9 @@ RANK_VARIABLES = (
     "MV2_COMM_WORLD_RANK",
 )
 _ENV_ROW = re.compile(r'^(\w+)="?(\d+)"?$')
+# MPI's ranks are C ints: a larger number names no rank (comm_world.sql reads them alike), and
+# Python refuses to read one of over 4300 digits.
+MAX_RANK = 2**31 - 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,19 +64,30 @@ def read_file_ranks(con: duckdb.DuckDBPyConnection) -> FileRanks:
         for pid, dev, rank in run_query(con, "gpu_rank").select("pid", "device_id", "rank").rows()
     )
     mpi = run_query(con, "mpi_rank_count").height > 0
-    env: dict[str, str] = dict(
-        (m.group(1), m.group(2))
+    env: dict[str, int] = dict(
+        (m.group(1), number)
         for value in run_query(con, "capture_environment")["value"]
-        if value is not None and (m := _ENV_ROW.match(value))
+        if value is not None
+        and (m := _ENV_ROW.match(value))
+        and (number := _rank_number(m.group(2))) is not None
     )
     name = next((v for v in RANK_VARIABLES if v in env), None)
     source = None if name is None else f"{name} in the capture environment"
     return FileRanks(
         gpus=gpus,
         mpi=mpi,
-        env_rank=None if name is None else int(env[name]),
+        env_rank=None if name is None else env[name],
         env_source=source,
     )
+
+
+def _rank_number(digits: str) -> int | None:
+    """The rank a variable's digits give, None for a number no rank can be."""
+    significant = digits.lstrip("0") or "0"
+    if len(significant) > len(str(MAX_RANK)):
+        return None
+    number = int(significant)
+    return number if number <= MAX_RANK else None
 
 
 def assign_ranks(

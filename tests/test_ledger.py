@@ -240,3 +240,54 @@ def test_compare_names_each_configurations_ledger(tmp_path: Path) -> None:
     assert [(r["label"], r["class"], r["rows"]) for r in data["ledger"]] == [
         ("b", "outside_capture", 1)
     ]
+
+
+def test_missing_correlation_is_kept_without_a_launch_and_noted(tmp_path: Path) -> None:
+    path = capture(tmp_path)
+    con = sqlite3.connect(path)
+    con.executescript(
+        f"CREATE TABLE loose AS SELECT * FROM {KERNEL}; DROP TABLE {KERNEL};"
+        f"ALTER TABLE loose RENAME TO {KERNEL};"
+        f"UPDATE {KERNEL} SET correlationId = NULL WHERE streamId = 31;"
+    )
+    con.close()
+    assert gpu_numbers(path) == [(2, 240, 190, 50)]  # every kernel counts, with its time
+    report = build_report(open_trace(path), path)
+    assert [i.ledger_row() for i in report.quality.items] == [
+        {
+            "file": "t.sqlite",
+            "class": "missing_correlation",
+            "table": KERNEL,
+            "rows": 1,
+            "treatment": "counted, with no launch",
+            "reason": "no correlation id: counted, with no launch",
+        }
+    ]
+
+
+def _event(cat: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": ts,
+            "dur": dur, "args": {"device": 0, "stream": 7, "correlation": 11, **args}}  # fmt: skip
+
+
+def test_a_profiler_trace_feeds_the_same_ledger(tmp_path: Path) -> None:
+    host = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 42, "tid": 43}
+    events = [
+        {**host, "ts": 100, "dur": 1000, "args": {"correlation": 11}},  # the host: 1 ms
+        _event("kernel", 200, 100),  # [200, 300) µs: counted
+        _event("kernel", 400, 100, stream=None),  # kept on its tid, 7
+        {**_event("kernel", 600, 100), "cat": None},  # no category: skipped
+        # 500 s after the host's 1 ms: past every bound of a trace without a capture length
+        # (the host's extent, 20 median deviations of the GPU starts, 10 s).
+        _event("kernel", 500_000_000, 100),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    # Two kernels of 100 µs on stream 7: span [200, 500) µs, busy 200 µs.
+    assert gpu_numbers(path) == [(2, 300_000, 200_000, 100_000)]
+    rows = [i.ledger_row() for i in build_report(open_trace(path), path).quality.items]
+    assert [(r["class"], r["table"], r["rows"], r["treatment"]) for r in rows] == [
+        ("outside_capture", KERNEL, 1, "skipped"),
+        ("missing_category", "traceEvents", 1, "skipped"),
+        ("defaulted_stream", KERNEL, 1, "the event's tid as its stream"),
+    ]

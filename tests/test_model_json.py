@@ -164,7 +164,7 @@ def saved(tmp_path: Path, **changes: Any) -> Path:
     return path
 
 
-@pytest.mark.parametrize("version", [JSON_SCHEMA_VERSION + 1, JSON_SCHEMA_VERSION - 1, "1"])
+@pytest.mark.parametrize("version", [JSON_SCHEMA_VERSION + 1, 0, "1"])
 def test_another_schema_version_is_one_line_naming_the_file_and_both_versions(
     tmp_path: Path, version: object
 ) -> None:

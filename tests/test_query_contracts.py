@@ -95,6 +95,7 @@ def test_parameters_change_the_result(con: duckdb.DuckDBPyConnection) -> None:
 RAW = {
     *RAW_TABLES,
     "load_skipped",
+    "load_kept",
     "nvtx_unloaded",
     "source_table",
     "comm_group_launch",

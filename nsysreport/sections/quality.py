@@ -24,6 +24,7 @@ ROW_NOUNS = {
     "CUPTI_ACTIVITY_KIND_RUNTIME": ("CUDA API call", "CUDA API calls"),
     "NVTX_EVENTS": ("NVTX event", "NVTX events"),
     "StringIds": ("name string", "name strings"),
+    "META_DATA_EXPORT": ("metadata value", "metadata values"),
     "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
 }
 # The ledger's class of each reason (a stable name for tools; the reason is the sentence for
@@ -46,7 +47,10 @@ LEDGER_CLASSES = {
     "GPU event that is not a complete event (ph X)": "missing_duration",
     "no name: counted as compute": "missing_name",
     "end before start: counted, with no time": "end_before_start",
-    "value is not JSON: ignored": "unparsed_metadata",
+    "no correlation id: counted, with no launch": "missing_correlation",
+    "a stream that is not a number: the event's tid as its stream": "defaulted_stream",
+    "a device that is not a number: the event's pid as its device": "defaulted_device",
+    "text that is not JSON: ignored": "unparsed_metadata",
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
 # What a kept row's caveat says was done with it; a skipped row is left out.

@@ -56,7 +56,9 @@ seen AS (
             'MV2_COMM_WORLD_RANK'
         )
     )
-    WHERE r >= 0
+    -- MPI's ranks are C ints: a larger number (RANK=9223372036854775807) names no rank, and
+    -- one more than it would overflow.
+    WHERE r BETWEEN 0 AND 2147483646
 ),
 known AS (
     SELECT (SELECT count(*) FROM gpu) AS gpus,

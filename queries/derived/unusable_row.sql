@@ -17,9 +17,11 @@
 -- ANALYSIS_DETAILS.duration; the export's startTime and stopTime are not used, because real
 -- exports put rows before startTime (perlmutter-cloverleaf: every kernel 1.2-1.6 s before it)
 -- or on another clock (rtx3080_tiny_2026.1: startTime 515,396 s, kernels at 1.5 s;
--- docs/export-format.md). Without a duration (a PyTorch profiler trace), D is the extent of the
--- host's rows (CUDA API calls and NVTX/annotation ranges), which every GPU row follows; with
--- neither, 1e15 ns (11.6 days); `duplicate row`: identical to
+-- docs/export-format.md). Without a duration (a PyTorch profiler trace) no bound is exact: D is
+-- the largest of the extent of the host's rows (CUDA API calls and NVTX/annotation ranges,
+-- which launch and wait for the GPU rows), 20 median absolute deviations of the GPU rows'
+-- starts (GPU work queued far behind its launches; a few wild rows cannot move it) and 10 s,
+-- and a long row is not suspect by its length alone; `duplicate row`: identical to
 -- another row of its table (start, end, device, stream, correlation id, process, and the
 -- name ids or bytes), whose first copy is kept. Rows with end <= start are usable: they count
 -- (kernel_count) but carry no time, as docs/metrics.md says; data_quality notes the ones that end
@@ -65,17 +67,23 @@ host AS (
 ),
 limits AS (
     -- As BIGINT, clamped: the checks below then compare plain integers and cannot overflow.
-    SELECT least(span, 9223372036854775807)::BIGINT AS span,
+    SELECT least(span, 9223372036854775807)::BIGINT AS span, exact,
         greatest(median_start - span, -9223372036854775808)::BIGINT AS lowest_time,
         least(median_start + span, 9223372036854775807)::BIGINT AS highest_time
     FROM (
         SELECT
             coalesce(
                 (SELECT max(duration)::HUGEINT FROM ANALYSIS_DETAILS WHERE duration > 0),
-                (SELECT (last - first)::HUGEINT FROM host WHERE last > first),
-                1000000000000000
+                greatest(
+                    (SELECT (last - first)::HUGEINT FROM host WHERE last > first),
+                    (SELECT (20 * mad(start))::HUGEINT FROM gpu_rows WHERE start >= 0),
+                    10000000000
+                )
             ) AS span,
-            (SELECT quantile_disc(start, 0.5) FROM gpu_rows)::HUGEINT AS median_start
+            (SELECT max(duration) FROM ANALYSIS_DETAILS WHERE duration > 0) IS NOT NULL AS exact,
+            -- Of the starts that can be times: a negative one is skipped for that anyway.
+            (SELECT quantile_disc(start, 0.5) FROM gpu_rows WHERE start >= 0)::HUGEINT
+                AS median_start
     )
 ),
 listed AS (SELECT DISTINCT id FROM TARGET_INFO_GPU WHERE id IS NOT NULL),
@@ -92,7 +100,7 @@ checked AS NOT MATERIALIZED (
         WHEN g.deviceId NOT IN (SELECT id FROM listed) AND EXISTS (SELECT 1 FROM listed)
             THEN 'device not in the trace'
         -- Both are >= 0 here, so end - start cannot overflow.
-        WHEN g."end" - g.start > l.span
+        WHEN (l.exact AND g."end" - g.start > l.span)
             OR least(g.start, g."end") < l.lowest_time
             OR greatest(g.start, g."end") > l.highest_time
             THEN 'time outside the capture'

@@ -6,7 +6,8 @@
 -- Reads: kineto_event
 -- Writes: NVTX_EVENTS
 INSERT INTO NVTX_EVENTS (file_row, "start", "end", eventType, globalTid, text)
-SELECT e.event_index, e.start, e.start + greatest(coalesce(e.dur, 0), 0), 59,
+SELECT e.event_index, e.start,
+    TRY_CAST(e.start::HUGEINT + greatest(coalesce(e.dur, 0), 0) AS BIGINT), 59,
     (1::BIGINT << 48) | ((e.pid & 16777215) << 24) | (e.tid & 16777215),
     replace(e.name, chr(0), '')
 FROM kineto_event AS e

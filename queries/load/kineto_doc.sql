@@ -2,8 +2,10 @@
 --
 -- The columns are the parts of the document the loader reads; traceEvents keeps `ts` and
 -- `dur` as text (microseconds with up to three decimals: kineto_event scales them exactly) and
--- `name` and `args` as JSON. DuckDB reads the whole document as one object, into buffers sized
--- by maximum_object_size (twice over for a compressed file), set from the document's real size
+-- `name` and `args` as JSON. The metadata beside the events are JSON of any shape: each step
+-- that reads one reads nothing from a value of another shape (deviceProperties that is no
+-- list). DuckDB reads the whole document as one object, into buffers sized by
+-- maximum_object_size (twice over for a compressed file), set from the document's real size
 -- (kineto.copy_kineto raises DuckDB's memory limit for the read when one document needs more).
 -- The file's name and the size are parameters; the columns are the loader's, a constant.
 --
@@ -18,7 +20,7 @@ SELECT * FROM read_json(
     columns = {
         'traceEvents': 'STRUCT(ph VARCHAR, cat VARCHAR, name JSON, pid VARCHAR, tid VARCHAR, '
             'ts VARCHAR, dur VARCHAR, args JSON)[]',
-        'deviceProperties': 'JSON[]',
+        'deviceProperties': 'JSON',
         'distributedInfo': 'JSON',
         'schemaVersion': 'JSON',
         'pytorch_version': 'JSON',

@@ -3,16 +3,17 @@
 -- kineto_ns(text): microseconds as JSON number text -> integer ns, exact (rounded half up at
 -- 1 ns). Plain decimals are split at the point and scaled as integers (a cast to
 -- DECIMAL(38, 3) is exact too but 100x slower); anything else (an exponent) falls back to
--- DOUBLE. A GPU event keeps its row without `ts` (its start is then NULL): the views leave it
--- out and skipped_row counts it, as for nsys rows.
+-- DOUBLE. A number that is no time in ns (beyond BIGINT, NaN, text) is NULL, as a missing one.
+-- A GPU event keeps its row without `ts` (its start is then NULL): the views leave it out and
+-- skipped_row counts it, as for nsys rows.
 --
 -- Reads: kineto_doc
 -- Writes: kineto_ns, kineto_event
 CREATE OR REPLACE TEMP MACRO kineto_ns(t) AS
-CASE WHEN regexp_full_match(t, '[0-9]+([.][0-9]*)?')
-    THEN (split_part(t, '.', 1)::HUGEINT * 1000
-        + (rpad(split_part(t, '.', 2), 4, '0')[1:4]::BIGINT + 5) // 10)::BIGINT
-    ELSE round(TRY_CAST(t AS DOUBLE) * 1000)::BIGINT END;
+CASE WHEN regexp_full_match(t, '[0-9]{1,30}([.][0-9]*)?')
+    THEN TRY_CAST(split_part(t, '.', 1)::HUGEINT * 1000
+        + (rpad(split_part(t, '.', 2), 4, '0')[1:4]::BIGINT + 5) // 10 AS BIGINT)
+    ELSE TRY_CAST(round(TRY_CAST(t AS DOUBLE) * 1000) AS BIGINT) END;
 
 CREATE TEMP TABLE kineto_event AS
 WITH raw AS (

@@ -36,9 +36,9 @@ named AS (
 )
 SELECT (SELECT max(event_index) FROM kineto_event)
         + row_number() OVER (ORDER BY n.event_index, l.event_index),
-    l.start, l.start + greatest(coalesce(l.dur, 0), 0), 59,
+    l.start, TRY_CAST(l.start::HUGEINT + greatest(coalesce(l.dur, 0), 0) AS BIGINT), 59,
     (1::BIGINT << 48) | ((l.pid & 16777215) << 24) | (l.tid & 16777215), n.text,
-    n.nelems * n.dtype_bytes
+    TRY_CAST(n.nelems::HUGEINT * n.dtype_bytes AS BIGINT)  -- NULL past BIGINT: no size
 FROM named AS n
 JOIN kineto_event AS l
     ON l.cat IN ('cuda_runtime', 'cuda_driver')

@@ -6,7 +6,8 @@
 -- Writes: CUPTI_ACTIVITY_KIND_RUNTIME
 INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (file_row, "start", "end", eventClass, globalTid,
     correlationId, nameId)
-SELECT e.event_index, e.start, e.start + greatest(coalesce(e.dur, 0), 0),
+SELECT e.event_index, e.start,
+    TRY_CAST(e.start::HUGEINT + greatest(coalesce(e.dur, 0), 0) AS BIGINT),
     CASE e.cat WHEN 'cuda_driver' THEN 1 ELSE 0 END,
     (1::BIGINT << 48) | ((e.pid & 16777215) << 24) | (e.tid & 16777215),
     TRY_CAST(e.args->>'correlation' AS BIGINT), s.id

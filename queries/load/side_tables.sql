@@ -2,7 +2,9 @@
 --
 -- load_skipped: rows of a source table that no loader could type (a value in an integer column
 -- that is not an integer: text, a BLOB, a fraction), left out and counted by source table and
--- reason; the skipped_row view reports them. nvtx_unloaded: NVTX ranges left in the file
+-- reason; the skipped_row view reports them. load_kept: rows a loader kept with a value it
+-- had to take from elsewhere (a profiler event whose stream is not a number: its tid), counted
+-- by source table and reason; data_quality reports them. nvtx_unloaded: NVTX ranges left in the file
 -- because they can play no role (nvtx_roleless), counted for the Capture section.
 -- source_table: every table and view of the trace file, for what the report can say about
 -- the capture (whether it has GPU metric tables, usable samples or not).
@@ -13,8 +15,9 @@
 -- job_world: the job's size as the trace records it (a PyTorch profiler trace's
 -- distributedInfo.world_size) and how many process groups it lists (NULL: it does not say).
 --
--- Writes: load_skipped, nvtx_unloaded, source_table, comm_group_launch, job_world
+-- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
+CREATE TABLE load_kept (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
 CREATE TABLE source_table (name VARCHAR);
 CREATE TABLE comm_group_launch (

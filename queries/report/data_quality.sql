@@ -3,9 +3,11 @@
 -- `skipped`: skipped_row (rows the load could not type, GPU rows the base views leave out).
 -- `kept`: rows counted but not as they claim: kernels with no name at all (kernel_name),
 -- counted as compute (class other); GPU rows that end before they start, counted with no
--- time (docs/metrics.md).
+-- time (docs/metrics.md); kernels with no correlation id, counted with no launch (so in no
+-- NVTX range); rows a loader kept with a value taken from elsewhere (load_kept); a metadata
+-- value read as JSON that is not JSON, ignored (gpu_hardware).
 --
--- Reads: kernel, memcpy, skipped_row
+-- Reads: META_DATA_EXPORT, kernel, load_kept, memcpy, skipped_row
 --
 -- Columns:
 --   kind     VARCHAR   skipped or kept
@@ -24,6 +26,19 @@ FROM (
         count(*)
     FROM kernel
     WHERE end_ns < start_ns
+    UNION ALL
+    -- No launch joins it, so no NVTX range (step, layer, op) holds it.
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_KERNEL', 'no correlation id: counted, with no launch',
+        count(*)
+    FROM kernel
+    WHERE correlation_id IS NULL
+    UNION ALL
+    SELECT 'kept', source, reason, count FROM load_kept
+    UNION ALL
+    -- The one metadata value read as JSON (gpu_hardware): one that does not parse is absent.
+    SELECT 'kept', 'META_DATA_EXPORT', 'text that is not JSON: ignored', count(*)
+    FROM META_DATA_EXPORT
+    WHERE name = 'NSYSREPORT_SIMULATION' AND NOT json_valid(value)
     UNION ALL
     SELECT 'kept', 'CUPTI_ACTIVITY_KIND_' || upper(source),
         'end before start: counted, with no time', count(*)

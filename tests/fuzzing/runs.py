@@ -109,10 +109,10 @@ GATE: tuple[Template, ...] = (
     ('"gpus": []', "synth", expect(2), _gate_json(lambda r, g: json.dumps({**r, "gpus": []}))),
     ("a gated key removed", "synth", expect(2), _gate_json(lambda r, g: _drop_key(r, g))),
     (
-        "schema_version 2",
+        "schema_version 3",
         "synth",
         expect(2),
-        _gate_json(lambda r, g: json.dumps({**r, "schema_version": 2})),
+        _gate_json(lambda r, g: json.dumps({**r, "schema_version": 3})),
     ),
     ("a top-level list", "synth", expect(2), _gate_json(lambda r, g: json.dumps([r]))),
     (

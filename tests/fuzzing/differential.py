@@ -1,0 +1,527 @@
+"""Differential fuzzing (issue #39): mutations whose effect on the numbers is known.
+
+Each case damages a copy of a seed trace (nsys SQLite or PyTorch profiler JSON) and makes a
+second copy, the reference, whose numbers the damaged one must give:
+- a neutral mutation (row order, added columns or tables, duplicated metadata, unknown keys)
+  has the unmutated seed as its reference and adds nothing to the ledger;
+- a harmful one (a NULL key, a time outside the capture, a device the trace does not list, a
+  duplicate row, an end before the start, a metadata value that is not JSON...) has as its
+  reference the seed without the damaged rows (or with them in the form the ledger says they
+  are counted in), and must add exactly its rows to the ledger, under its class and table.
+Every report number (per GPU, step, layer and collective: oracle.fingerprint) must equal the
+reference's, and the ledger must equal the reference's plus the mutation's rows. A damaged
+trace may instead end in a clean error (one line, nsysreport's own error) only where the
+reference does too, or where the mutation leaves no usable kernel. Anything else (a
+traceback, a number moved, a ledger row missing or extra) is a failure.
+
+Reports are built in this process (the Python API), so a case costs two in-memory analyses.
+`benchmarks/fuzz.py --differential N` runs N cases; tests/test_fuzz.py runs a seeded slice.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+import sqlite3
+import traceback
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fuzzing import mutate, seeds
+from fuzzing.oracle import fingerprint, first_difference
+
+KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+SQLITE_SEEDS = ("synth", "synth_2022", "sample", "rtx3080")
+KINETO_SEEDS = ("kineto",)
+Ledger = Counter[tuple[str, str]]  # (class, table) -> rows
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What a mutation did and what it must do to the report: `reference` turns a copy of the
+    seed into the trace whose numbers the mutant must give (None: the seed as it is);
+    `ledger` the rows it must add; `may_fail`: it left no usable kernel, so a clean error is
+    right too."""
+
+    what: str
+    reference: Callable[[Path], None] | None = None
+    ledger: dict[tuple[str, str], int] = field(default_factory=dict)
+    may_fail: bool = False
+
+
+Mutation = Callable[[Path, random.Random], Effect | None]  # None: does not apply to this seed
+
+
+# nsys SQLite ----------------------------------------------------------------------------------
+
+
+def _sql(path: Path, *statements: str, args: list[Any] | None = None) -> None:
+    with mutate.writable(path) as con:
+        for s in statements:
+            con.execute(s, args or [])
+
+
+def _tables(path: Path) -> set[str]:
+    con = sqlite3.connect(path)
+    try:
+        return {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        con.close()
+
+
+def _one(path: Path, sql: str) -> Any:
+    con = sqlite3.connect(path)
+    try:
+        row = con.execute(sql).fetchone()
+        return None if row is None else row[0]
+    finally:
+        con.close()
+
+
+def _kernel_rows(path: Path, rng: random.Random) -> tuple[list[int], bool]:
+    """Some kernel rowids: one, a few, or (rarely) all; and whether all were taken."""
+    con = sqlite3.connect(path)
+    try:
+        ids = [r[0] for r in con.execute(f"SELECT rowid FROM {KERNEL} ORDER BY rowid")]
+    finally:
+        con.close()
+    mode = rng.choices(["one", "few", "all"], [6, 3, 1])[0]
+    if mode == "all":
+        return ids, True
+    count = 1 if mode == "one" else rng.randint(2, max(2, len(ids) // 4))
+    chosen = sorted(rng.sample(ids, min(count, len(ids))))
+    return chosen, len(chosen) == len(ids)
+
+
+def _marks(rows: list[int]) -> str:
+    return ", ".join(str(r) for r in rows)
+
+
+def _delete(rows: list[int], table: str = KERNEL) -> Callable[[Path], None]:
+    def reference(path: Path) -> None:
+        _sql(path, f'DELETE FROM "{table}" WHERE rowid IN ({_marks(rows)})')
+
+    return reference
+
+
+def shuffle_rows(path: Path, rng: random.Random) -> Effect | None:
+    present = _tables(path)
+    tables = (KERNEL, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS")
+    choices = [t for t in tables if t in present]
+    table = rng.choice(choices)
+    with mutate.writable(path) as con:
+        mutate.rebuild(con, table, shuffle=rng)
+    return Effect(f"rows of {table} in another order")
+
+
+def added_column(path: Path, rng: random.Random) -> Effect | None:
+    table = rng.choice(sorted(t for t in _tables(path) if t.startswith("CUPTI_")))
+    _sql(path, f'ALTER TABLE "{table}" ADD COLUMN fuzzExtra{rng.randint(0, 99)} INTEGER DEFAULT 7')
+    return Effect(f"a column added to {table}")
+
+
+def added_table(path: Path, rng: random.Random) -> Effect | None:
+    _sql(path, "CREATE TABLE FUZZ_FUTURE_TABLE (id INTEGER, value TEXT)")
+    _sql(path, "INSERT INTO FUZZ_FUTURE_TABLE VALUES (1, 'x')")
+    return Effect("an unknown table added")
+
+
+def duplicated_metadata(path: Path, rng: random.Random) -> Effect | None:
+    present = _tables(path) & {
+        "META_DATA_EXPORT",
+        "EXPORT_META_DATA",
+        "TARGET_INFO_SYSTEM_ENV",
+        "TARGET_INFO_GPU",
+        "ANALYSIS_DETAILS",
+        "TARGET_INFO_SESSION_START_TIME",
+    }
+    if not present:
+        return None
+    table = rng.choice(sorted(present))
+    with mutate.writable(path) as con:
+        mutate.rebuild(con, table)  # no unique key refuses the copies
+        con.execute(f'INSERT INTO "{table}" SELECT * FROM "{table}"')
+    return Effect(f"every row of {table} twice")
+
+
+NULL_CLASSES = {
+    "start": "missing_start",
+    "end": "missing_end",
+    "deviceId": "missing_device",
+    "globalPid": "missing_process",
+    "streamId": "missing_stream",
+}
+
+
+def null_key(path: Path, rng: random.Random) -> Effect | None:
+    column = rng.choice(sorted(NULL_CLASSES))
+    rows, every = _kernel_rows(path, rng)
+    mutate.set_values(path, KERNEL, column, "null", rows)
+    return Effect(
+        f"{KERNEL}.{column} NULL on {len(rows)} rows",
+        _delete(rows),
+        {(NULL_CLASSES[column], KERNEL): len(rows)},
+        may_fail=every,
+    )
+
+
+def negative_time(path: Path, rng: random.Random) -> Effect | None:
+    rows, every = _kernel_rows(path, rng)
+    column = rng.choice(["start", "end"])
+    mutate.set_values(path, KERNEL, column, "negative", rows)
+    return Effect(
+        f"{KERNEL}.{column} negative on {len(rows)} rows",
+        _delete(rows),
+        {("negative_time", KERNEL): len(rows)},
+        may_fail=every,
+    )
+
+
+def outside_capture(path: Path, rng: random.Random) -> Effect | None:
+    """A few kernels (under a quarter: the median start stays among the others) moved beyond
+    the capture: 10 s, or more than the capture's length, before its first row or after its
+    last."""
+    rows, every = _kernel_rows(path, rng)
+    if every or len(rows) * 4 > (_one(path, f"SELECT count(*) FROM {KERNEL}") or 0):
+        rows = rows[:1]
+    length = _one(path, "SELECT max(duration) FROM ANALYSIS_DETAILS") or 0
+    first = _one(path, f"SELECT min(start) FROM {KERNEL}") or 0
+    last = _one(path, f'SELECT max("end") FROM {KERNEL}') or 0
+    distance = 2 * length + 10_000_000_000
+    if rng.random() < 0.5 and first > distance + 10**9:
+        shift = f"- {last - first + distance}"  # every moved row ends before the first start
+        side = "before"
+    else:
+        shift, side = f"+ {last - first + distance}", "after"
+    _sql(
+        path,
+        f'UPDATE {KERNEL} SET start = start {shift}, "end" = "end" {shift} '
+        f"WHERE rowid IN ({_marks(rows)})",
+    )
+    return Effect(
+        f"{len(rows)} kernels moved {side} the capture",
+        _delete(rows),
+        {("outside_capture", KERNEL): len(rows)},
+    )
+
+
+def unlisted_device(path: Path, rng: random.Random) -> Effect | None:
+    if "TARGET_INFO_GPU" not in _tables(path) or not _one(
+        path, "SELECT count(*) FROM TARGET_INFO_GPU"
+    ):
+        return None
+    rows, every = _kernel_rows(path, rng)
+    device = (_one(path, "SELECT max(id) FROM TARGET_INFO_GPU") or 0) + rng.randint(1, 40)
+    _sql(path, f"UPDATE {KERNEL} SET deviceId = {device} WHERE rowid IN ({_marks(rows)})")
+    return Effect(
+        f"{len(rows)} kernels on device {device}, which the trace does not list",
+        _delete(rows),
+        {("unlisted_device", KERNEL): len(rows)},
+        may_fail=every,
+    )
+
+
+def duplicate_rows(path: Path, rng: random.Random) -> Effect | None:
+    rows, _ = _kernel_rows(path, rng)
+    with mutate.writable(path) as con:
+        mutate.rebuild(con, KERNEL)  # no primary key refuses the copies
+        con.execute(f"INSERT INTO {KERNEL} SELECT * FROM {KERNEL} WHERE rowid IN ({_marks(rows)})")
+    return Effect(f"{len(rows)} kernel rows twice", None, {("duplicate_row", KERNEL): len(rows)})
+
+
+def end_before_start(path: Path, rng: random.Random) -> Effect | None:
+    rows, _ = _kernel_rows(path, rng)
+    _sql(path, f'UPDATE {KERNEL} SET "end" = start - 5 WHERE rowid IN ({_marks(rows)})')
+
+    def reference(ref: Path) -> None:  # counted, with no time: as a row of length 0
+        _sql(ref, f'UPDATE {KERNEL} SET "end" = start WHERE rowid IN ({_marks(rows)})')
+
+    return Effect(
+        f"{len(rows)} kernels end 5 ns before they start",
+        reference,
+        {("end_before_start", KERNEL): len(rows)},
+    )
+
+
+def missing_correlation(path: Path, rng: random.Random) -> Effect | None:
+    rows, _ = _kernel_rows(path, rng)
+    mutate.set_values(path, KERNEL, "correlationId", "null", rows)
+
+    def reference(ref: Path) -> None:  # a kernel whose launch the capture did not record
+        _sql(
+            ref,
+            f"UPDATE {KERNEL} SET correlationId = 900000000 + rowid "
+            f"WHERE rowid IN ({_marks(rows)})",
+        )
+
+    return Effect(
+        f"{KERNEL}.correlationId NULL on {len(rows)} rows",
+        reference,
+        {("missing_correlation", KERNEL): len(rows)},
+    )
+
+
+def unparsed_metadata(path: Path, rng: random.Random) -> Effect | None:
+    table = "META_DATA_EXPORT"
+    if table not in _tables(path) or not _one(
+        path, f"SELECT count(*) FROM {table} WHERE name = 'NSYSREPORT_SIMULATION'"
+    ):
+        return None
+    value = rng.choice(["<html><body>x</body></html>", "<!-- c -->", "a\x00b", '{"link": ', "[1,"])
+    _sql(path, f"UPDATE {table} SET value = ? WHERE name = 'NSYSREPORT_SIMULATION'", args=[value])
+
+    def reference(ref: Path) -> None:
+        _sql(ref, f"DELETE FROM {table} WHERE name = 'NSYSREPORT_SIMULATION'")
+
+    return Effect(
+        f"{table} NSYSREPORT_SIMULATION := {value!r}",
+        reference,
+        {("unparsed_metadata", table): 1},
+    )
+
+
+SQLITE_MUTATIONS: dict[str, tuple[Mutation, int]] = {
+    "shuffle_rows": (shuffle_rows, 3),
+    "added_column": (added_column, 1),
+    "added_table": (added_table, 1),
+    "duplicated_metadata": (duplicated_metadata, 2),
+    "null_key": (null_key, 5),
+    "negative_time": (negative_time, 2),
+    "outside_capture": (outside_capture, 3),
+    "unlisted_device": (unlisted_device, 2),
+    "duplicate_rows": (duplicate_rows, 2),
+    "end_before_start": (end_before_start, 2),
+    "missing_correlation": (missing_correlation, 2),
+    "unparsed_metadata": (unparsed_metadata, 1),
+}
+
+
+# PyTorch profiler JSON -----------------------------------------------------------------------
+
+
+def _doc(path: Path) -> dict[str, Any]:
+    data = path.read_bytes()
+    return dict(json.loads(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data))
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    path.write_text(json.dumps(doc))
+
+
+def _kernels(doc: dict[str, Any]) -> list[int]:
+    return [i for i, e in enumerate(doc["traceEvents"]) if e.get("cat") == "kernel"]
+
+
+def _events(doc: dict[str, Any], rng: random.Random) -> tuple[list[int], bool]:
+    kernels = _kernels(doc)
+    mode = rng.choices(["one", "few", "all"], [6, 3, 1])[0]
+    if mode == "all":
+        return kernels, True
+    count = 1 if mode == "one" else rng.randint(2, max(2, len(kernels) // 4))
+    chosen = sorted(rng.sample(kernels, min(count, len(kernels))))
+    return chosen, len(chosen) == len(kernels)
+
+
+def _drop_events(indices: list[int]) -> Callable[[Path], None]:
+    def reference(path: Path) -> None:
+        doc = _doc(path)
+        doc["traceEvents"] = [e for i, e in enumerate(doc["traceEvents"]) if i not in indices]
+        _write(path, doc)
+
+    return reference
+
+
+def kineto_shuffle(path: Path, rng: random.Random) -> Effect | None:
+    doc = _doc(path)
+    rng.shuffle(doc["traceEvents"])
+    _write(path, doc)
+    return Effect("trace events in another order")
+
+
+def kineto_unknown_keys(path: Path, rng: random.Random) -> Effect | None:
+    doc = _doc(path)
+    for e in doc["traceEvents"]:
+        e["fuzzExtra"] = rng.randint(0, 9)
+        if isinstance(e.get("args"), dict):
+            e["args"]["fuzz arg"] = "x"
+    doc["fuzzTopLevel"] = {"a": 1}
+    _write(path, doc)
+    return Effect("unknown keys in every event, its args and the document")
+
+
+def kineto_null_stream(path: Path, rng: random.Random) -> Effect | None:
+    doc = _doc(path)
+    rows, _ = _events(doc, rng)
+    for i in rows:
+        doc["traceEvents"][i]["args"]["stream"] = None
+    _write(path, doc)
+    # The event's tid is its stream (the seed writes both alike): the same numbers.
+    return Effect(
+        f"{len(rows)} kernel events with a null stream",
+        None,
+        {("defaulted_stream", KERNEL): len(rows)},
+    )
+
+
+def kineto_no_category(path: Path, rng: random.Random) -> Effect | None:
+    doc = _doc(path)
+    rows, every = _events(doc, rng)
+    for i in rows:
+        del doc["traceEvents"][i]["cat"]
+    _write(path, doc)
+    return Effect(
+        f"{len(rows)} kernel events with no cat",
+        _drop_events(rows),
+        {("missing_category", "traceEvents"): len(rows)},
+        may_fail=every,
+    )
+
+
+def kineto_duplicate(path: Path, rng: random.Random) -> Effect | None:
+    doc = _doc(path)
+    rows, _ = _events(doc, rng)
+    doc["traceEvents"] += [dict(doc["traceEvents"][i]) for i in rows]
+    _write(path, doc)
+    return Effect(f"{len(rows)} kernel events twice", None, {("duplicate_row", KERNEL): len(rows)})
+
+
+def kineto_outside(path: Path, rng: random.Random) -> Effect | None:
+    doc = _doc(path)
+    rows, _ = _events(doc, rng)
+    rows = rows[: max(1, len(_kernels(doc)) // 4 - 1)]
+    last = max(e["ts"] + e.get("dur", 0) for e in doc["traceEvents"] if "ts" in e)
+    for i in rows:
+        doc["traceEvents"][i]["ts"] += last + 100_000_000  # µs: 100 s after the trace's end
+    _write(path, doc)
+    return Effect(
+        f"{len(rows)} kernel events 100 s after the trace",
+        _drop_events(rows),
+        {("outside_capture", KERNEL): len(rows)},
+    )
+
+
+KINETO_MUTATIONS: dict[str, tuple[Mutation, int]] = {
+    "kineto_shuffle": (kineto_shuffle, 2),
+    "kineto_unknown_keys": (kineto_unknown_keys, 1),
+    "kineto_null_stream": (kineto_null_stream, 2),
+    "kineto_no_category": (kineto_no_category, 2),
+    "kineto_duplicate": (kineto_duplicate, 2),
+    "kineto_outside": (kineto_outside, 2),
+}
+
+
+# Running a case ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Result:
+    case: str  # "SEED:INDEX"
+    what: str  # seed, mutation and what it did
+    failures: tuple[str, ...]
+
+
+def _analyse(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(the report JSON, None), or (None, the clean error's message); a traceback raises."""
+    from nsysreport.errors import NsysReportError
+    from nsysreport.load import open_trace
+    from nsysreport.model import as_json
+    from nsysreport.report_builder import build_report
+
+    try:
+        return as_json(build_report(open_trace(path), path)), None
+    except NsysReportError as exc:
+        return None, str(exc)
+
+
+def _ledger(report: dict[str, Any]) -> Ledger:
+    return Counter({(r["class"], r["table"]): r["rows"] for r in report.get("ledger", [])})
+
+
+def plan(seed: int, index: int) -> tuple[str, str]:
+    """Case `index` of run `seed`: its seed trace and mutation (by weight)."""
+    rng = random.Random(f"nsysreport-differential/{seed}/{index}")
+    kind = rng.choices(["sqlite", "kineto"], [3, 1])[0]
+    if kind == "sqlite":
+        names, weights = zip(*((n, w) for n, (_, w) in SQLITE_MUTATIONS.items()), strict=True)
+        return rng.choice(SQLITE_SEEDS), rng.choices(names, weights)[0]
+    names, weights = zip(*((n, w) for n, (_, w) in KINETO_MUTATIONS.items()), strict=True)
+    return rng.choice(KINETO_SEEDS), rng.choices(names, weights)[0]
+
+
+_SEED_ANALYSES: dict[Path, tuple[dict[str, Any] | None, str | None]] = {}
+
+
+def run_case(workdir: Path, seed: int, index: int) -> Result:
+    """Run case `index` of run `seed` in `workdir` (seed traces are made there once)."""
+    trace_seed, name = plan(seed, index)
+    case = f"{seed}:{index}"
+    seed_file = workdir / "seeds" / trace_seed / seeds.SEEDS[trace_seed].filename
+    if not seed_file.exists():
+        seeds.build(trace_seed, seed_file.parent)
+    folder = workdir / f"case-{seed}-{index}"
+    shutil.rmtree(folder, ignore_errors=True)
+    mutant = folder / "mutant" / seed_file.name
+    reference = folder / "reference" / seed_file.name
+    for copy in (mutant, reference):
+        copy.parent.mkdir(parents=True)
+        shutil.copyfile(seed_file, copy)
+    mutations = {**SQLITE_MUTATIONS, **KINETO_MUTATIONS}
+    rng = random.Random(f"nsysreport-differential/{seed}/{index}/mutation")
+    try:
+        effect = mutations[name][0](mutant, rng)
+        if effect is None:  # not for this seed: a neutral reshuffle instead
+            name = "shuffle_rows" if trace_seed in SQLITE_SEEDS else "kineto_shuffle"
+            shutil.copyfile(seed_file, mutant)
+            effect = mutations[name][0](mutant, rng)
+            assert effect is not None
+        if effect.reference is not None:
+            effect.reference(reference)
+        what = f"{trace_seed}: {name}: {effect.what}"
+        # The unmutated seed's analysis is made once per process: about a third of the cases
+        # (the neutral ones, the duplicates) have it as their reference.
+        if effect.reference is None:
+            if seed_file not in _SEED_ANALYSES:
+                _SEED_ANALYSES[seed_file] = _analyse(seed_file)
+            expected = _SEED_ANALYSES[seed_file]
+        else:
+            expected = _analyse(reference)
+        failures = _judge(effect, _analyse(mutant), expected)
+    except Exception:  # a traceback anywhere in nsysreport is a finding, never a crash
+        lines = traceback.format_exc().strip().splitlines()
+        return Result(case, f"{trace_seed}: {name}", (f"traceback: {' | '.join(lines[-3:])}",))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return Result(case, what, tuple(failures))
+
+
+def _judge(
+    effect: Effect,
+    mutant: tuple[dict[str, Any] | None, str | None],
+    reference: tuple[dict[str, Any] | None, str | None],
+) -> list[str]:
+    (got, error), (want, want_error) = mutant, reference
+    if error is not None:
+        if "\n" in error:
+            return [f"an error of several lines: {error[:200]!r}"]
+        if want_error is not None or effect.may_fail:
+            return []
+        return [f"a clean error where the reference reports: {error[:200]}"]
+    assert got is not None
+    if want is None:
+        return [f"a report where the reference fails: {want_error}"]
+    failures = []
+    a, b = fingerprint(want, "full"), fingerprint(got, "full")
+    if a != b:
+        failures.append(f"numbers moved: {first_difference(a, b)}")
+    expected = _ledger(want) + Counter(effect.ledger)
+    found = _ledger(got)
+    if found != expected:
+        missing = dict(expected - found)
+        extra = dict(found - expected)
+        failures.append(f"ledger: missing {missing}, unexpected {extra}")
+    return failures
