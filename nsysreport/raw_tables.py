@@ -129,6 +129,9 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("label", "VARCHAR", False),
     ),
     "MPI_RANKS": (("globalTid", "BIGINT", True), ("rank", "BIGINT", True)),
+    # Every process nsys saw (unusable_row: a GPU row of a process it does not list is no
+    # process's, so no GPU of its own).
+    "PROCESSES": (("globalPid", "BIGINT", False),),
     # GPU metric samples (nsys profile --gpu-metrics-devices): one row per sample of one
     # counter of one GPU; TARGET_INFO_GPU_METRICS names the counters (docs/export-format.md).
     # No column is required: a layout this tool does not know leaves the section empty rather

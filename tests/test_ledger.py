@@ -291,3 +291,14 @@ def test_a_profiler_trace_feeds_the_same_ledger(tmp_path: Path) -> None:
         ("missing_category", "traceEvents", 1, "skipped"),
         ("defaulted_stream", KERNEL, 1, "the event's tid as its stream"),
     ]
+
+
+def test_a_process_the_trace_does_not_list_is_a_ledger_entry_not_a_gpu(tmp_path: Path) -> None:
+    # The all-reduce's globalPid names process 555 (a well-formed id), which PROCESSES lacks.
+    sql = (
+        f"UPDATE {KERNEL} SET globalPid = (globalPid >> 48 << 48) | (555 << 24) WHERE streamId = 31"
+    )
+    path = mutated(capture(tmp_path), sql)
+    report = build_report(open_trace(path), path)
+    assert [(g.pid, g.device_id, g.rank) for g in report.gpus] == [(100, 0, 0)]
+    assert [(i.ledger_class, i.count) for i in report.quality.items] == [("unlisted_process", 1)]

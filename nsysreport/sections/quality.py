@@ -40,6 +40,7 @@ LEDGER_CLASSES = {
     "negative time": "negative_time",
     "device id out of range": "bad_device",
     "device not in the trace": "unlisted_device",
+    "process not in the trace": "unlisted_process",
     "not a process id": "bad_process",
     "time outside the capture": "outside_capture",
     "duplicate row": "duplicate_row",

@@ -10,7 +10,9 @@
 -- (docs/export-format.md, "Processes") and no launch joins;
 -- `device not in the trace`: a device id that the export's GPU list (TARGET_INFO_GPU) does not
 -- hold, where it holds any: one such row would otherwise become a GPU of its own and shift the
--- rank labels of the real ones; `time outside the capture`: a row that starts or ends more than
+-- rank labels of the real ones; `process not in the trace`: likewise, a globalPid that the
+-- export's process list (PROCESSES) does not hold, where it holds any; `time outside the
+-- capture`: a row that starts or ends more than
 -- the capture's length D from the median start of the GPU rows, or lasts longer than D. Every
 -- row of a capture lies inside it, so no two rows are more than D apart and none is more than D
 -- from the median (a bound on both sides, whatever the rows' time base). D is
@@ -30,7 +32,7 @@
 --
 -- Reads: ANALYSIS_DETAILS, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_KERNEL,
 --   CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
---   NVTX_EVENTS, TARGET_INFO_GPU
+--   NVTX_EVENTS, PROCESSES, TARGET_INFO_GPU
 --
 -- Columns:
 --   source   VARCHAR   raw table: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET or _GRAPH_TRACE
@@ -87,6 +89,7 @@ limits AS (
     )
 ),
 listed AS (SELECT DISTINCT id FROM TARGET_INFO_GPU WHERE id IS NOT NULL),
+processes AS (SELECT DISTINCT globalPid FROM PROCESSES WHERE globalPid IS NOT NULL),
 checked AS NOT MATERIALIZED (
     SELECT g.source, g.row_id, CASE
         WHEN g.start IS NULL THEN 'no start time'
@@ -99,6 +102,9 @@ checked AS NOT MATERIALIZED (
         WHEN g.globalPid < 0 OR g.globalPid & 16777215 <> 0 THEN 'not a process id'
         WHEN g.deviceId NOT IN (SELECT id FROM listed) AND EXISTS (SELECT 1 FROM listed)
             THEN 'device not in the trace'
+        WHEN g.globalPid NOT IN (SELECT globalPid FROM processes)
+            AND EXISTS (SELECT 1 FROM processes)
+            THEN 'process not in the trace'
         -- Both are >= 0 here, so end - start cannot overflow.
         WHEN (l.exact AND g."end" - g.start > l.span)
             OR least(g.start, g."end") < l.lowest_time

@@ -226,6 +226,24 @@ def unlisted_device(path: Path, rng: random.Random) -> Effect | None:
     )
 
 
+def unlisted_process(path: Path, rng: random.Random) -> Effect | None:
+    if "PROCESSES" not in _tables(path) or not _one(path, "SELECT count(*) FROM PROCESSES"):
+        return None
+    rows, every = _kernel_rows(path, rng)
+    pid = rng.randint(60000, 70000)  # a well-formed id of no listed process
+    _sql(
+        path,
+        f"UPDATE {KERNEL} SET globalPid = (globalPid >> 48 << 48) | ({pid} << 24) "
+        f"WHERE rowid IN ({_marks(rows)})",
+    )
+    return Effect(
+        f"{len(rows)} kernels of process {pid}, which the trace does not list",
+        _delete(rows),
+        {("unlisted_process", KERNEL): len(rows)},
+        may_fail=every,
+    )
+
+
 def duplicate_rows(path: Path, rng: random.Random) -> Effect | None:
     rows, _ = _kernel_rows(path, rng)
     with mutate.writable(path) as con:
@@ -294,6 +312,7 @@ SQLITE_MUTATIONS: dict[str, tuple[Mutation, int]] = {
     "negative_time": (negative_time, 2),
     "outside_capture": (outside_capture, 3),
     "unlisted_device": (unlisted_device, 2),
+    "unlisted_process": (unlisted_process, 2),
     "duplicate_rows": (duplicate_rows, 2),
     "end_before_start": (end_before_start, 2),
     "missing_correlation": (missing_correlation, 2),
