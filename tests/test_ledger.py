@@ -302,3 +302,14 @@ def test_a_process_the_trace_does_not_list_is_a_ledger_entry_not_a_gpu(tmp_path:
     report = build_report(open_trace(path), path)
     assert [(g.pid, g.device_id, g.rank) for g in report.gpus] == [(100, 0, 0)]
     assert [(i.ledger_class, i.count) for i in report.quality.items] == [("unlisted_process", 1)]
+
+
+def test_the_capture_section_holds_the_ledger_table(tmp_path: Path) -> None:
+    from nsysreport.render import render_html
+
+    path = mutated(capture(tmp_path), f"UPDATE {KERNEL} SET start = 5 WHERE streamId = 31")
+    html = render_html(build_report(open_trace(path), path), "fixed")
+    ledger = html[html.index("<h3>Data-quality ledger</h3>") :]
+    row = ledger[ledger.index("<tbody>") : ledger.index("</tbody>")]
+    cells = [c.rsplit("<td", 1)[1].split(">", 1)[1] for c in row.split("</td>")[:-1]]
+    assert cells == ["<code>outside_capture</code>", KERNEL, "1", "skipped"]
