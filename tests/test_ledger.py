@@ -41,9 +41,9 @@ def capture(tmp_path: Path, name: str = "t.sqlite") -> Path:
 
 
 def mutated(path: Path, sql: str) -> Path:
+    """`path` after the statements of `sql` (one, or several separated by `;`)."""
     con = sqlite3.connect(path)
-    con.execute(sql)
-    con.commit()
+    con.executescript(sql)
     con.close()
     return path
 
@@ -106,16 +106,14 @@ def four_gpus(tmp_path: Path) -> Path:
 
 
 def test_a_device_the_trace_does_not_list_is_a_ledger_entry_not_a_rank(tmp_path: Path) -> None:
-    path = four_gpus(tmp_path)
-    con = sqlite3.connect(path)
     # A copy of device 2's kernel on device 3, which the export does not list: it would sort
     # between devices 2 and 4 and move their ranks.
-    con.executescript(
+    path = mutated(
+        four_gpus(tmp_path),
         f"INSERT INTO {KERNEL} SELECT * FROM {KERNEL} WHERE deviceId = 2;"
         f'UPDATE {KERNEL} SET deviceId = 3, start = start + 1, "end" = "end" + 1'
-        f" WHERE rowid = (SELECT max(rowid) FROM {KERNEL});"
+        f" WHERE rowid = (SELECT max(rowid) FROM {KERNEL});",
     )
-    con.close()
     report = build_report(open_trace(path), path)
     assert [(g.device_id, g.rank) for g in report.gpus] == [(0, 0), (2, 1), (4, 2), (6, 3)]
     assert [(i.ledger_class, i.source, i.count, i.treatment) for i in report.quality.items] == [
@@ -243,14 +241,12 @@ def test_compare_names_each_configurations_ledger(tmp_path: Path) -> None:
 
 
 def test_missing_correlation_is_kept_without_a_launch_and_noted(tmp_path: Path) -> None:
-    path = capture(tmp_path)
-    con = sqlite3.connect(path)
-    con.executescript(
+    path = mutated(  # a copy without NOT NULL constraints, so that correlationId may be NULL
+        capture(tmp_path),
         f"CREATE TABLE loose AS SELECT * FROM {KERNEL}; DROP TABLE {KERNEL};"
         f"ALTER TABLE loose RENAME TO {KERNEL};"
-        f"UPDATE {KERNEL} SET correlationId = NULL WHERE streamId = 31;"
+        f"UPDATE {KERNEL} SET correlationId = NULL WHERE streamId = 31;",
     )
-    con.close()
     assert gpu_numbers(path) == [(2, 240, 190, 50)]  # every kernel counts, with its time
     report = build_report(open_trace(path), path)
     assert [i.ledger_row() for i in report.quality.items] == [
