@@ -41,6 +41,8 @@ FRAME_QUERIES = (
     "communicator_step",
     "communicator_layer",
     "communicator_straggler",
+    "capture_diagnostic",
+    "gpu_listed",
 )
 # What the job-level analyses read of a file of several, on the aligned clock: its collective
 # instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and

@@ -132,6 +132,16 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
     # Every process nsys saw (unusable_row: a GPU row of a process it does not list is no
     # process's, so no GPU of its own).
     "PROCESSES": (("globalPid", "BIGINT", False),),
+    # nsys's own messages about the capture (warnings such as a CUDA driver it does not
+    # support, data it dropped); the Capture section lists the warnings and errors. No column
+    # is required: the table is only read for that list.
+    "DIAGNOSTIC_EVENT": (
+        ("timestamp", "BIGINT", False),
+        ("source", "BIGINT", False),
+        ("severity", "BIGINT", False),
+        ("text", "VARCHAR", False),
+        ("globalPid", "BIGINT", False),
+    ),
     # GPU metric samples (nsys profile --gpu-metrics-devices): one row per sample of one
     # counter of one GPU; TARGET_INFO_GPU_METRICS names the counters (docs/export-format.md).
     # No column is required: a layout this tool does not know leaves the section empty rather

@@ -23,7 +23,7 @@ from nsysreport.file_frames import FileFrames, activity_middle, file_frames
 from nsysreport.model import Report, has_layers
 from nsysreport.queries import run_query, view_files
 from nsysreport.ranks import RankInfo
-from nsysreport.sections.capture import build_capture, summed
+from nsysreport.sections.capture import build_capture, merged_diagnostics, summed, unused_gpus
 from nsysreport.sections.collectives import (
     StragglerGpu,
     Stragglers,
@@ -226,7 +226,15 @@ def build(
         has_layers(layers),
     )
     verdict = with_role_sentence(
-        bottleneck(gpus, layers_across, collectives, stragglers),
+        bottleneck(
+            gpus,
+            layers_across,
+            collectives,
+            stragglers,
+            data_path,
+            max((f.trace.duration_ns or 0 for f in files), default=0),
+            kineto=all(f.trace.is_kineto for f in files),
+        ),
         comms_t,
         comm_steps_t,
         steps,
@@ -256,6 +264,8 @@ def build(
             summed([f.capture for f in files]),
             verdict.graph_opaque_pct,
             kineto=all(f.trace.is_kineto for f in files),
+            diagnostics=merged_diagnostics(rows("capture_diagnostic")),
+            unused=unused_gpus(rows("gpu_listed"), {f.name: f.trace.host for f in files}),
         ),
         quality=merge_quality((f.name, f.quality) for f in files),
         data_path=data_path,

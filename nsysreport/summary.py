@@ -15,7 +15,7 @@ from nsysreport.compare import (
     summary_sentence,
 )
 from nsysreport.model import Report
-from nsysreport.sections.capture import TOPIC_LABELS
+from nsysreport.sections.capture import TOPIC_LABELS, Diagnostic
 from nsysreport.sections.gpu_metrics import summary_line as gpu_metrics_line
 from nsysreport.sections.verdict import RECAPTURE
 from nsysreport.units import fmt_count, fmt_ns, fmt_pct
@@ -80,6 +80,8 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             f"Capture: {lacks} (the report's Capture section says how to record them)",
             soft_wrap=True,
         )
+    if report.capture is not None and report.capture.diagnostics:
+        console.print(_diagnostics_line(report.capture.diagnostics), soft_wrap=True)
     metrics = gpu_metrics_line(report.gpu_metrics)
     if metrics is not None:
         console.print(metrics, soft_wrap=True)
@@ -99,6 +101,21 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
         console.print(f"[bold]Data path:[/] {narrow.summary}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
+
+
+def _diagnostics_line(diagnostics: Sequence[Diagnostic]) -> str:
+    """`nsys recorded 1 error and 4 warnings about the capture (...)`: counted by message."""
+    errors = sum(1 for d in diagnostics if d.severity == "error")
+    warnings = len(diagnostics) - errors
+    said = [
+        f"{n} {word}{'' if n == 1 else 's'}"
+        for n, word in ((errors, "error"), (warnings, "warning"))
+        if n
+    ]
+    return (
+        f"nsys recorded {' and '.join(said)} about the capture (the report's Capture section "
+        "lists them)"
+    )
 
 
 def _print_clocks(console: Console, report: Report) -> None:

@@ -16,7 +16,7 @@ from nsysreport.model import Report, as_json
 from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
 from nsysreport.report_builder import build_report
-from nsysreport.synth import GpuMetricSample, Kernel, Scenario, write_trace
+from nsysreport.synth import Diagnostic, Gpu, GpuMetricSample, Kernel, Scenario, write_trace
 from nsysreport.synth.rank_files import write_rank_files
 from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 
@@ -64,8 +64,8 @@ def fields(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
 
 def _odd_trace(folder: Path) -> Path:
     """Two GPUs that ran different numbers of all-reduces (unmatched across GPUs), a kernel that
-    ends before it starts (kept, with a note), an exact copy of a row (skipped) and GPU metric
-    samples."""
+    ends before it starts (kept, with a note), an exact copy of a row (skipped), GPU metric
+    samples, a listed GPU that ran nothing (device 2) and one of nsys's warnings."""
     kernels = [
         Kernel(1_000, 2_000, GEMM, device=0, pid=100),
         Kernel(2_000, 3_000, NCCL, device=0, pid=100),
@@ -83,7 +83,13 @@ def _odd_trace(folder: Path) -> Path:
         for name in (dram, clock)
         for t, value in ((0, 10), (2_500, 30), (5_000, 50))
     ]
-    path = write_trace(Scenario(kernels=kernels, gpu_metrics=metrics), folder / "odd.sqlite")
+    scenario = Scenario(
+        kernels=kernels,
+        gpu_metrics=metrics,
+        gpus=[Gpu(0, pid=100), Gpu(1, pid=101), Gpu(2)],
+        diagnostics=[Diagnostic(0, "CUPTI dropped 3 records", severity=2)],
+    )
+    path = write_trace(scenario, folder / "odd.sqlite")
     with sqlite3.connect(path) as con:
         table = "CUPTI_ACTIVITY_KIND_KERNEL"
         con.execute(f"INSERT INTO {table} SELECT * FROM {table} WHERE start = 1000")

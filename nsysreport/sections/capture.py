@@ -3,12 +3,12 @@ report, each with the exact option that records it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
-from nsysreport.sections.verdict import RECAPTURE
+from nsysreport.sections.verdict import RECAPTURE, WHOLE_STEPS, WHOLE_STEPS_KINETO
 from nsysreport.units import fmt_count, fmt_pct
 
 if TYPE_CHECKING:
@@ -25,11 +25,8 @@ TOPIC_LABELS = {
     "message_sizes": "no message sizes",
     "gpu_metrics": "no GPU metrics",
     "window": "a window that cuts the run",
+    "unused_gpus": "GPUs that ran nothing",
 }
-WHOLE_STEPS = (
-    "nsys profile --capture-range=cudaProfilerApi ... with torch.cuda.profiler.start() and "
-    "stop() around whole steps (or --capture-range=nvtx --nvtx-capture=RANGE)"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +60,32 @@ class CaptureHint:
 
 
 @dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """One of nsys's warnings or errors about the capture (capture_diagnostic.sql), with the
+    times it was recorded over all files."""
+
+    severity: str  # error or warning
+    source: str  # injection, daemon, analysis or unknown
+    text: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class UnusedGpu:
+    """A GPU the trace lists that ran nothing in any file of its host (gpu_listed.sql)."""
+
+    host: str | None
+    device_id: int
+    gpu_name: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class Capture:
     facts: CaptureFacts
     kineto: bool  # a PyTorch profiler trace: its hints are in PyTorch's terms
     hints: tuple[CaptureHint, ...]
+    diagnostics: tuple[Diagnostic, ...] = ()
+    unused_gpus: tuple[UnusedGpu, ...] = ()
 
 
 def read_facts(con: duckdb.DuckDBPyConnection) -> CaptureFacts:
@@ -88,10 +107,71 @@ def summed(facts: Sequence[CaptureFacts]) -> CaptureFacts:
     return CaptureFacts(**values, gpu_metrics=all(x.gpu_metrics for x in facts))
 
 
-def build_capture(facts: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> Capture:
+def build_capture(
+    facts: CaptureFacts,
+    graph_opaque_pct: float | None,
+    kineto: bool,
+    diagnostics: Sequence[Diagnostic] = (),
+    unused: Sequence[UnusedGpu] = (),
+) -> Capture:
     """What the capture lacks, most costly first; `graph_opaque_pct` is the verdict's share of
-    the GPUs' time inside CUDA graphs traced as a whole."""
-    return Capture(facts, kineto, tuple(_hints(facts, graph_opaque_pct, kineto)))
+    the GPUs' time inside CUDA graphs traced as a whole; `diagnostics`, nsys's warnings and
+    errors; `unused`, the listed GPUs that ran nothing."""
+    hints = _hints(facts, graph_opaque_pct, kineto)
+    if unused:
+        hints.append(_unused_hint(unused, kineto))
+    return Capture(facts, kineto, tuple(hints), tuple(diagnostics), tuple(unused))
+
+
+def merged_diagnostics(rows: Iterable[Mapping[str, Any]]) -> list[Diagnostic]:
+    """capture_diagnostic's rows of every file as one list: a message recorded by several
+    files (each rank's nsys warns alike) is one item with the sum of their counts; errors
+    first, then by how often."""
+    counts: dict[tuple[str, str, str], int] = {}
+    for r in rows:
+        key = (r["severity"], r["source"], r["text"])
+        counts[key] = counts.get(key, 0) + r["count"]
+    ranked = sorted(counts.items(), key=lambda kv: (kv[0][0] != "error", -kv[1], kv[0]))
+    return [Diagnostic(sev, source, text, n) for (sev, source, text), n in ranked]
+
+
+def unused_gpus(
+    rows: Iterable[Mapping[str, Any]], host_of: Mapping[str, str | None]
+) -> list[UnusedGpu]:
+    """The GPUs gpu_listed's rows list that ran nothing in any file of their host (each rank's
+    file lists the whole node; a GPU another rank used is used). `host_of`: file -> host, the
+    file itself standing for an unnamed host."""
+    listed: dict[tuple[str, int], str | None] = {}
+    used: set[tuple[str, int]] = set()
+    for r in rows:
+        key = (host_of.get(r["file"]) or f"file {r['file']}", r["device_id"])
+        listed.setdefault(key, r["gpu_name"])
+        if r["used"]:
+            used.add(key)
+    return [
+        UnusedGpu(None if host.startswith("file ") else host, device, listed[(host, device)])
+        for host, device in sorted(listed)
+        if (host, device) not in used
+    ]
+
+
+def _unused_hint(unused: Sequence[UnusedGpu], kineto: bool) -> CaptureHint:
+    """Listed GPUs that ran nothing: an idle part of the node, or ranks whose traces are not
+    among those given."""
+    names = sorted({g.gpu_name for g in unused if g.gpu_name})
+    ids = ", ".join(str(g.device_id) for g in unused[:16]) + (", ..." if len(unused) > 16 else "")
+    one = len(unused) == 1
+    return CaptureHint(
+        "unused_gpus",
+        f"{'GPU' if one else 'GPUs'} {ids}{f' ({names[0]})' if len(names) == 1 else ''} "
+        f"{'is' if one else 'are'} listed by the trace but ran nothing in it: the job uses "
+        "fewer GPUs than the node has, or the processes that drive "
+        f"{'it' if one else 'them'} were not traced",
+        "give every rank's trace (nsysreport rank0.json rank1.json ...)"
+        if kineto
+        else "trace every process of the job: nsys profile ... torchrun ... (one file), or "
+        "one nsys profile -o rank%q{RANK} per rank, and give all the files",
+    )
 
 
 def _hints(f: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> list[CaptureHint]:
@@ -191,9 +271,7 @@ def _hints(f: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> lis
             CaptureHint(
                 "window",
                 "the capture window cuts the run: " + "; ".join(cut),
-                "torch.profiler.schedule(wait=..., warmup=..., active=...) over whole steps"
-                if kineto
-                else WHOLE_STEPS,
+                WHOLE_STEPS_KINETO if kineto else WHOLE_STEPS,
             )
         )
     return hints

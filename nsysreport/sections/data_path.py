@@ -329,7 +329,7 @@ _MOVES = {
 }
 
 
-_COPY_NAMES = {"h2d": "host-to-device copies", "d2h": "device-to-host copies",
+COPY_NAMES = {"h2d": "host-to-device copies", "d2h": "device-to-host copies",
                "d2d": "device-to-device copies", "p2p": "peer-to-peer copies",
                "h2h": "host-to-host copies", "memset": "memsets"}  # fmt: skip
 
@@ -338,7 +338,7 @@ def _sentence(s: NarrowestStage) -> str:
     if s.kind == "collective":
         what = f"{s.stage} is"
     else:
-        what = f"{_COPY_NAMES.get(s.stage, s.stage + ' copies').capitalize()} are"
+        what = f"{COPY_NAMES.get(s.stage, s.stage + ' copies').capitalize()} are"
     bound = "" if s.bound == "unknown" else f", {s.bound}-bound"
     calls = f"{s.calls_per_gpu:.0f} call{'' if round(s.calls_per_gpu) == 1 else 's'}"
     size = "" if s.mean_bytes is None else f" of {fmt_bytes(s.mean_bytes)}"

@@ -11,6 +11,7 @@ from nsysreport.synth.nsys_schema import VERSIONS
 from nsysreport.synth.trace import (
     GLOBAL_VID,
     ApiCall,
+    Diagnostic,
     Gpu,
     GpuMetricSample,
     GraphLaunch,
@@ -28,6 +29,7 @@ __all__ = [
     "GLOBAL_VID",
     "VERSIONS",
     "ApiCall",
+    "Diagnostic",
     "Gpu",
     "GpuMetricSample",
     "GraphLaunch",

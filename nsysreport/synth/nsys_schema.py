@@ -243,6 +243,12 @@ _EXPORT_KEYS_2022 = tuple(
     "EXPORT_INPUT_PATH_ABS EXPORT_OUTUPT_PATH_ABS EXPORT_OVERWRITE EXPORT_LAZY".split()
 )
 
+# As in the real exports of 2024.5 (3.13.2) and 2026.1-2026.2 (NSYS_SCHEMA.md, DIAGNOSTIC_EVENT).
+_DIAGNOSTIC_EVENT = _columns(
+    "timestamp INTEGER NOT NULL, timestampType INTEGER NOT NULL, source INTEGER NOT NULL, "
+    "severity INTEGER NOT NULL, text TEXT NOT NULL, globalPid INTEGER"
+)
+
 # 2026.1 (3.24.14) and 2026.2 (3.25.0) appended the kernel columns from qmdBulkReleaseDone on.
 _KERNEL_3_13 = KERNEL[: [c.name for c in KERNEL].index("qmdBulkReleaseDone")]
 _MEMCPY_3_13 = _without(MEMCPY, "copyCount")
@@ -281,6 +287,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "META_DATA_CAPTURE": _NAME_VALUE,
                 "META_DATA_EXPORT": _NAME_VALUE,
                 "MPI_RANKS": MPI_RANKS,
+                "DIAGNOSTIC_EVENT": _DIAGNOSTIC_EVENT,
             }
         ),
         export_keys=_EXPORT_KEYS_2026,
@@ -315,6 +322,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "ENUM_CUDA_MEMCPY_OPER": _ENUM,
                 "META_DATA_CAPTURE": _NAME_VALUE,
                 "META_DATA_EXPORT": _NAME_VALUE,
+                "DIAGNOSTIC_EVENT": _DIAGNOSTIC_EVENT,
             }
         ),
         export_keys=_EXPORT_KEYS_2024,

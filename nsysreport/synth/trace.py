@@ -170,6 +170,19 @@ class GpuMetricSample:
     device: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    """A DIAGNOSTIC_EVENT row: one of nsys's messages about the capture. `severity` and
+    `source` are ENUM_DIAGNOSTIC_SEVERITY_LEVEL (1 Info, 2 Warning, 3 Error) and
+    ENUM_DIAGNOSTIC_SOURCE_TYPE (1 Injection, 2 Daemon, 3 Analysis) ids."""
+
+    timestamp: int
+    text: str
+    severity: int = 2
+    source: int = 1
+    pid: int | None = 100
+
+
 # The bits of a GPU metric typeId above the GPU's id (its low byte): what real exports hold
 # there is not known, so the writer puts a constant that readers must mask off.
 GPU_METRIC_TYPE_BASE = 0x10000
@@ -195,6 +208,7 @@ class Scenario:
     # MPI rank of each process (pid -> rank), as nsys --trace=mpi records it (MPI_RANKS; the
     # 2026.2 profile only).
     mpi_ranks: Mapping[int, int] = field(default_factory=dict)
+    diagnostics: Iterable[Diagnostic] = ()  # schema 3.x profiles only
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).
     utc_at_zero_ns: int | None = None
@@ -442,6 +456,22 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
                 "write GPU metric samples with a 2024.5 or 2026.2 profile"
             )
         rows["TARGET_INFO_GPU_METRICS"], rows["GPU_METRICS"] = _gpu_metric_rows(samples)
+    diagnostics = list(scenario.diagnostics)
+    if diagnostics:
+        if "DIAGNOSTIC_EVENT" not in profile.tables:
+            raise ValueError(f"the nsys {profile.nsys_version} profile writes no DIAGNOSTIC_EVENT")
+        rows["DIAGNOSTIC_EVENT"] = [
+            # timestampType 1: the target's clock, as in the real exports' rows
+            (
+                d.timestamp,
+                1,
+                d.source,
+                d.severity,
+                d.text,
+                None if d.pid is None else GLOBAL_VID | d.pid << 24,
+            )
+            for d in diagnostics
+        ]
     if scenario.mpi_ranks:
         if "MPI_RANKS" not in profile.tables:
             raise ValueError(f"the nsys {profile.nsys_version} profile writes no MPI_RANKS table")
