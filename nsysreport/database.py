@@ -87,6 +87,7 @@ def load_into(
         copy_kineto(con, path)
     else:
         copy_tables(con, path, schema, progress, patterns.role_pattern())
+        run_loader(con, "old_gpu_list")  # nsys 2020-2021 named the GPUs' ids otherwise
     # Which tables the file has, for what the report can say about the capture (whether it has
     # GPU metric tables, usable samples or not).
     run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})

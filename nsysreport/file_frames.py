@@ -43,6 +43,7 @@ FRAME_QUERIES = (
     "communicator_straggler",
     "capture_diagnostic",
     "gpu_listed",
+    "export_gaps",
 )
 # What the job-level analyses read of a file of several, on the aligned clock: its collective
 # instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and

@@ -104,11 +104,17 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("int64Value", "BIGINT", False),
     ),
     "StringIds": (("id", "BIGINT", True), ("value", "VARCHAR", True)),
+    # `id` is the activities' deviceId. nsys 2020.5 wrote `deviceId` in its place (and no
+    # memoryBandwidth); nsys 2020.3 had no such table, only TARGET_INFO_CUDA_GPU (name and
+    # deviceId per process). queries/load/old_gpu_list.sql maps both onto `id` and `name`
+    # (docs/export-format.md, "nsys 2020-2021").
     "TARGET_INFO_GPU": (
-        ("id", "BIGINT", True),
+        ("id", "BIGINT", False),
+        ("deviceId", "BIGINT", False),
         ("name", "VARCHAR", False),
         ("memoryBandwidth", "BIGINT", False),  # the HBM peak, bytes/s (docs/export-format.md)
     ),
+    "TARGET_INFO_CUDA_GPU": (("deviceId", "BIGINT", False), ("name", "VARCHAR", False)),
     "TARGET_INFO_SYSTEM_ENV": (("name", "VARCHAR", True), ("value", "VARCHAR", False)),
     "TARGET_INFO_SESSION_START_TIME": (
         ("utcEpochNs", "BIGINT", False),

@@ -266,6 +266,7 @@ def build(
             kineto=all(f.trace.is_kineto for f in files),
             diagnostics=merged_diagnostics(rows("capture_diagnostic")),
             unused=unused_gpus(rows("gpu_listed"), {f.name: f.trace.host for f in files}),
+            export_gaps=rows("export_gaps"),
         ),
         quality=merge_quality((f.name, f.quality) for f in files),
         data_path=data_path,

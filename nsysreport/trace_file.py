@@ -230,6 +230,19 @@ def _locked(path: Path) -> str:
     )
 
 
+# Tables only nsys writes beside StringIds (every export since 2020.3 has some of them).
+NSYS_TARGET_TABLES = frozenset(
+    {
+        "ThreadNames",
+        "ProcessStreams",
+        "TARGET_INFO_GPU",
+        "TARGET_INFO_CUDA_GPU",
+        "TARGET_INFO_SYSTEM_ENV",
+        "TARGET_INFO_SESSION_START_TIME",
+    }
+)
+
+
 def _reject_foreign(path: Path, tables: frozenset[str], columns: dict[str, frozenset[str]]) -> None:
     """Reject nvprof databases and other SQLite files that merely look similar."""
     if "StringTable" in tables or "CUPTI_ACTIVITY_KIND_MARKER" in tables:
@@ -237,8 +250,13 @@ def _reject_foreign(path: Path, tables: frozenset[str], columns: dict[str, froze
             f"{path}: is an nvprof database, not an Nsight Systems export; "
             "profile with nsys profile and export with nsys export --type sqlite"
         )
-    is_nsys = bool({"META_DATA_EXPORT", "EXPORT_META_DATA"} & tables) or any(
-        t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables
+    # Exports of nsys 2021.3 and before have no metadata table; one of a capture with no CUDA
+    # trace holds only StringIds and the target's tables (docs/export-format.md, "nsys
+    # 2020-2021"): it is an export, with no GPU activity, not a foreign database.
+    is_nsys = (
+        bool({"META_DATA_EXPORT", "EXPORT_META_DATA"} & tables)
+        or any(t.startswith("CUPTI_ACTIVITY_KIND_") for t in tables)
+        or ("StringIds" in tables and bool(NSYS_TARGET_TABLES & tables))
     )
     if not is_nsys:
         raise TraceError(

@@ -26,6 +26,7 @@ TOPIC_LABELS = {
     "gpu_metrics": "no GPU metrics",
     "window": "a window that cuts the run",
     "unused_gpus": "GPUs that ran nothing",
+    "old_export": "an export of nsys 2021 or before",
 }
 
 
@@ -113,11 +114,16 @@ def build_capture(
     kineto: bool,
     diagnostics: Sequence[Diagnostic] = (),
     unused: Sequence[UnusedGpu] = (),
+    export_gaps: Iterable[Mapping[str, Any]] = (),
 ) -> Capture:
     """What the capture lacks, most costly first; `graph_opaque_pct` is the verdict's share of
     the GPUs' time inside CUDA graphs traced as a whole; `diagnostics`, nsys's warnings and
-    errors; `unused`, the listed GPUs that ran nothing."""
+    errors; `unused`, the listed GPUs that ran nothing; `export_gaps`, export_gaps' rows of
+    every file (an export of nsys 2021 or before)."""
     hints = _hints(facts, graph_opaque_pct, kineto)
+    gaps = {r["missing"]: r["cost"] for r in export_gaps}
+    if gaps:
+        hints.insert(0, _old_export_hint(gaps))
     if unused:
         hints.append(_unused_hint(unused, kineto))
     return Capture(facts, kineto, tuple(hints), tuple(diagnostics), tuple(unused))
@@ -153,6 +159,19 @@ def unused_gpus(
         for host, device in sorted(listed)
         if (host, device) not in used
     ]
+
+
+def _old_export_hint(gaps: Mapping[str, str]) -> CaptureHint:
+    """An export of nsys 2021 or before: which tables it lacks and what that costs."""
+    return CaptureHint(
+        "old_export",
+        "an export of nsys 2021 or before (no "
+        + ", ".join(gaps)
+        + "): "
+        + "; ".join(gaps.values()),
+        "nsys export --type sqlite REPORT.qdrep with a current nsys, if the report file still "
+        "exists (nsys reads the .qdrep of old releases)",
+    )
 
 
 def _unused_hint(unused: Sequence[UnusedGpu], kineto: bool) -> CaptureHint:

@@ -68,7 +68,7 @@ _ANALYSIS_DETAILS = _columns(
 )
 _PROCESSES = _columns("globalPid INTEGER, pid INTEGER, name TEXT")
 _THREAD_NAMES = _columns("nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER")
-_RUNTIME = _columns(
+RUNTIME = _columns(
     "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,"
     "correlationId INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL,"
     "callchainId INTEGER"
@@ -125,7 +125,7 @@ GRAPH_NODE_EVENTS = _columns(
 )
 # ENUM_NSYS_EVENT_CLASS id of a node creation event (TRACE_PROCESS_EVENT_CUDA_GRAPH_NODE_CREATION).
 GRAPH_NODE_CREATION_CLASS = 77
-_GPU = _columns(
+GPU = _columns(
     "vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT, busLocation TEXT, isDiscrete INTEGER,"
     "l2CacheSize INTEGER, totalMemory INTEGER, memoryBandwidth INTEGER, clockRate INTEGER,"
     "smCount INTEGER, pwGpuId INTEGER, uuid TEXT, luid INTEGER, chipName TEXT, cuDevice INTEGER,"
@@ -253,6 +253,57 @@ _DIAGNOSTIC_EVENT = _columns(
 _KERNEL_3_13 = KERNEL[: [c.name for c in KERNEL].index("qmdBulkReleaseDone")]
 _MEMCPY_3_13 = _without(MEMCPY, "copyCount")
 
+# nsys 2020.3-2021.2 (docs/export-format.md, "nsys 2020-2021"; every list below is a real
+# export's, read from the exports named there): no metadata, ANALYSIS_DETAILS, PROCESSES,
+# TARGET_INFO_SYSTEM_ENV or session start table; kernels without mangledName (25 columns in
+# 2020.3, 26 from 2020.5 with sharedMemoryLimitConfig); memcpys without virtualAddress (17
+# columns in 2020.3, 18 from 2020.5 with migrationCause); runtime rows without callchainId in
+# 2020.3. The GPU list: TARGET_INFO_CUDA_GPU (per process and CUDA device) in 2020.3 and 2020.5,
+# beside a five-column TARGET_INFO_GPU keyed by `deviceId` in 2020.5; 2021.2 has today's
+# 41-column TARGET_INFO_GPU. No export of these years here holds NVTX_EVENTS: its columns are
+# 2022.2's (schema 2.9.1), an assumption the docs mark unverified.
+_KERNEL_2020_5 = _without(_KERNEL_3_13, "greenContextId", "mangledName")
+_KERNEL_2020_3 = _without(_KERNEL_2020_5, "sharedMemoryLimitConfig")
+_MEMCPY_2020_5 = _without(_MEMCPY_3_13, "greenContextId", "virtualAddress")
+_MEMCPY_2020_3 = _without(_MEMCPY_2020_5, "migrationCause")
+_GPU_2020_5 = _columns(
+    "vmId INTEGER NOT NULL, deviceId INTEGER NOT NULL, name TEXT, busLocation TEXT, "
+    "isDiscrete INTEGER"
+)
+TARGET_INFO_CUDA_GPU = _columns(
+    "vmId INTEGER NOT NULL, name TEXT NOT NULL, pciBusId TEXT, "
+    "globalMemoryBandwidth INTEGER NOT NULL, globalMemorySize INTEGER NOT NULL, "
+    "constantMemorySize INTEGER NOT NULL, l2CacheSize INTEGER NOT NULL, "
+    "numThreadsPerWarp INTEGER NOT NULL, coreClockRate INTEGER NOT NULL, "
+    "numMemcpyEngines INTEGER NOT NULL, numMultiprocessors INTEGER NOT NULL, "
+    "maxIPC INTEGER NOT NULL, maxWarpsPerMultiprocessor INTEGER NOT NULL, "
+    "maxBlocksPerMultiprocessor INTEGER NOT NULL, maxRegistersPerBlock INTEGER NOT NULL, "
+    "maxSharedMemoryPerBlock INTEGER NOT NULL, maxThreadsPerBlock INTEGER NOT NULL, "
+    "maxBlockDimX INTEGER NOT NULL, maxBlockDimY INTEGER NOT NULL, "
+    "maxBlockDimZ INTEGER NOT NULL, maxGridDimX INTEGER NOT NULL, "
+    "maxGridDimY INTEGER NOT NULL, maxGridDimZ INTEGER NOT NULL, "
+    "computeCapabilityMajor INTEGER NOT NULL, computeCapabilityMinor INTEGER NOT NULL, "
+    "deviceId INTEGER NOT NULL, pid INTEGER, maxSharedMemoryPerMultiprocessor INTEGER, "
+    "maxRegistersPerMultiprocessor INTEGER"
+)
+_OLD_NVTX = _without(NVTX, "binaryData")
+
+
+def _old_profile(
+    nsys_version: str, capture_utc: str, tables: dict[str, tuple[Column, ...]]
+) -> VersionProfile:
+    return VersionProfile(
+        nsys_version=nsys_version,
+        schema_version="",  # the export does not say
+        schema_cksum=None,
+        capture_utc=capture_utc,
+        green_context_id=None,
+        tables=MappingProxyType({"StringIds": _STRING_IDS, **tables}),
+        export_keys=(),
+        event_types=(),
+    )
+
+
 # Creation order is the real exports' (sqlite_master rowid order). Tables that the source export
 # lacked are placed as in the nearest version that has them: TARGET_INFO_GPU/CUDA_DEVICE of
 # 2026.2 as in 2026.1; MEMSET and NVTX_EVENTS of 2024.5 after MEMCPY, as in 2022.2.
@@ -274,11 +325,11 @@ VERSIONS: dict[str, VersionProfile] = {
                 "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL,
                 "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": GRAPH_TRACE,
                 "PROCESSES": _PROCESSES,
-                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
                 "CUDA_GRAPH_NODE_EVENTS": GRAPH_NODE_EVENTS,
                 "NVTX_EVENTS": NVTX,
                 "ThreadNames": _THREAD_NAMES,
-                "TARGET_INFO_GPU": _GPU,
+                "TARGET_INFO_GPU": GPU,
                 "TARGET_INFO_GPU_METRICS": TARGET_INFO_GPU_METRICS,
                 "GPU_METRICS": GPU_METRICS,
                 "TARGET_INFO_CUDA_DEVICE": _CUDA_DEVICE,
@@ -306,7 +357,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "TARGET_INFO_SESSION_START_TIME": SESSION_START[:3],
                 "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
                 "PROCESSES": _PROCESSES,
-                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
                 "CUDA_GRAPH_NODE_EVENTS": GRAPH_NODE_EVENTS,
                 "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_3_13,
                 "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": GRAPH_TRACE,
@@ -315,7 +366,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 # binaryData arrived with schema 3.16.1 (2024.6); the 2024.4 docs lack it.
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
                 "ThreadNames": _THREAD_NAMES,
-                "TARGET_INFO_GPU": _GPU,
+                "TARGET_INFO_GPU": GPU,
                 "TARGET_INFO_GPU_METRICS": TARGET_INFO_GPU_METRICS,
                 "GPU_METRICS": GPU_METRICS,
                 "ENUM_NSYS_EVENT_TYPE": _ENUM,
@@ -344,12 +395,12 @@ VERSIONS: dict[str, VersionProfile] = {
                 ),
                 "TARGET_INFO_SESSION_START_TIME": SESSION_START[:3],
                 "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
-                "TARGET_INFO_GPU": _GPU,
+                "TARGET_INFO_GPU": GPU,
                 "EXPORT_META_DATA": _NAME_VALUE,
                 "CUPTI_ACTIVITY_KIND_MEMCPY": _without(_MEMCPY_3_13, "greenContextId"),
                 "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
                 "CUPTI_ACTIVITY_KIND_KERNEL": _without(_KERNEL_3_13, "greenContextId"),
-                "CUPTI_ACTIVITY_KIND_RUNTIME": _RUNTIME,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
                 "CUDA_GRAPH_EVENTS": GRAPH_NODE_EVENTS,
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
                 "PROCESSES": _PROCESSES,
@@ -357,5 +408,47 @@ VERSIONS: dict[str, VersionProfile] = {
         ),
         export_keys=_EXPORT_KEYS_2022,
         event_types=(),
+    ),
+    # Table order as in the real exports (sqlite_master), NVTX_EVENTS last (see above).
+    "2021.2": _old_profile(
+        "2021.2.1.58",
+        "2021-07-05T12:00:00",
+        {
+            "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
+            "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
+            "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2020_5,
+            "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2020_5,
+            "ThreadNames": _THREAD_NAMES,
+            "TARGET_INFO_GPU": GPU,
+            "NVTX_EVENTS": _OLD_NVTX,
+        },
+    ),
+    "2020.5": _old_profile(
+        "2020.5.1.85",
+        "2021-01-15T12:00:00",
+        {
+            "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
+            "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2020_5,
+            "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
+            "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2020_5,
+            "ThreadNames": _THREAD_NAMES,
+            "TARGET_INFO_CUDA_GPU": TARGET_INFO_CUDA_GPU,
+            "TARGET_INFO_GPU": _GPU_2020_5,
+            "NVTX_EVENTS": _OLD_NVTX,
+        },
+    ),
+    "2020.3": _old_profile(
+        "2020.3.4.32",
+        "2020-09-15T12:00:00",
+        {
+            "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME[:7],  # no callchainId yet
+            "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_2020_3,
+            # No 2020.3 export here has memsets: 2020.5's list (unverified).
+            "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
+            "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_2020_3,
+            "ThreadNames": _THREAD_NAMES,
+            "TARGET_INFO_CUDA_GPU": TARGET_INFO_CUDA_GPU,
+            "NVTX_EVENTS": _OLD_NVTX,
+        },
     ),
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport.synth.nsys_schema import (
+    GPU,
     GRAPH_NODE_CREATION_CLASS,
     KERNEL,
     MEM_KINDS,
@@ -21,6 +22,7 @@ from nsysreport.synth.nsys_schema import (
     MEMCPY_OPER,
     MEMSET,
     NVTX,
+    RUNTIME,
     SESSION_START,
     VERSIONS,
     Column,
@@ -448,6 +450,7 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
         rows["ThreadNames"] = [(name_id, 20, GLOBAL_VID | p << 24 | t) for p, t in tids]
     if gpus:
         rows["TARGET_INFO_GPU"] = [_gpu_row(g) for g in gpus]
+        rows["TARGET_INFO_CUDA_GPU"] = _cuda_gpu_rows(gpus)
     samples = sorted(scenario.gpu_metrics, key=lambda m: (m.timestamp, m.device, m.metric))
     if samples:
         if "GPU_METRICS" not in profile.tables:
@@ -487,7 +490,8 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
             (i, f"CUDA_MEMCPY_KIND_{name}", label) for i, (name, label) in enumerate(MEMCPY_OPER)
         ]
         rows["META_DATA_CAPTURE"] = _capture_rows(scenario)
-    rows[profile.meta_table] = list(_export_values(profile, scenario).items())
+    if profile.meta_table in profile.tables:  # none before nsys 2022.1
+        rows[profile.meta_table] = list(_export_values(profile, scenario).items())
     rows["TARGET_INFO_SYSTEM_ENV"] = [
         (GLOBAL_VID, "Local (CLI)", name, enum, value)
         for name, enum, value in (
@@ -513,11 +517,17 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
                 con.execute(_create_sql(table, columns))
         # Row generators intern strings as they go, so StringIds is filled last.
         for table, table_rows in rows.items():
-            _insert(con, profile, table, table_rows)
+            if table in profile.tables:
+                _insert(con, profile, table, table_rows)
+            elif table in _EVENT_TABLES:
+                raise ValueError(f"nsys {profile.nsys_version} exports have no {table} table")
+            # else a table this (old) release did not write: PROCESSES, the metadata, ...
         start, stop = _bounds(con, [t for t in _EVENT_TABLES if t in rows])
-        _insert(con, profile, "ANALYSIS_DETAILS", [(GLOBAL_VID, stop - start, start, stop)])
-        session = [_session_row(scenario.utc_at_zero_ns, profile, start)]
-        _insert(con, profile, "TARGET_INFO_SESSION_START_TIME", session)
+        if "ANALYSIS_DETAILS" in profile.tables:
+            _insert(con, profile, "ANALYSIS_DETAILS", [(GLOBAL_VID, stop - start, start, stop)])
+        if "TARGET_INFO_SESSION_START_TIME" in profile.tables:
+            session = [_session_row(scenario.utc_at_zero_ns, profile, start)]
+            _insert(con, profile, "TARGET_INFO_SESSION_START_TIME", session)
         _insert(con, profile, "StringIds", [(i, s) for s, i in strings.items()])
         con.execute("COMMIT")
     finally:
@@ -557,11 +567,17 @@ def _insert(
         "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL,
         "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY,
         "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
+        "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
         "NVTX_EVENTS": NVTX,
         "TARGET_INFO_SESSION_START_TIME": SESSION_START,
+        "TARGET_INFO_GPU": GPU,
     }.get(table, columns)
     if full != columns:
-        names = [c.name for c in full]
+        # nsys 2020.5 named the GPU's id `deviceId` in TARGET_INFO_GPU.
+        names = [
+            {"id": "deviceId"}.get(c.name, c.name) if table == "TARGET_INFO_GPU" else c.name
+            for c in full
+        ]
         rows = map(itemgetter(*(names.index(c.name) for c in columns)), rows)
     marks = ", ".join("?" * len(columns))
     con.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
@@ -714,6 +730,19 @@ def _cuda_device_rows(gpus: Sequence[Gpu]) -> list[Row]:
             cuda_id = seen[g.pid] = seen.get(g.pid, -1) + 1
             rows.append((g.device, cuda_id, g.pid, _gpu_uuid(g.device), 132))
     return rows
+
+
+def _cuda_gpu_rows(gpus: Sequence[Gpu]) -> list[Row]:
+    """TARGET_INFO_CUDA_GPU (nsys 2020.3-2020.5): one row per process and GPU, `deviceId` the
+    activities' deviceId; an H100 SXM's properties, the bandwidth in kB/s as 2020.5 wrote it."""
+    return [
+        (
+            GLOBAL_VID, g.name, f"0000:{0x18 + g.device:02x}:00.0", g.memory_bandwidth // 1000,
+            85029158912, 65536, 52428800, 32, 1980000, 7, 132, 4, 64, 32, 65536, 49152, 1024,
+            1024, 1024, 64, 2147483647, 65535, 65535, 9, 0, g.device, g.pid, 233472, 65536,
+        )
+        for g in gpus
+    ]  # fmt: skip
 
 
 def _gpu_uuid(device: int) -> str:
