@@ -51,8 +51,8 @@ def cache_path(trace: Path, patterns: Patterns) -> Path:
     these options."""
     try:
         stat = trace.stat()
-        content = _content_digest(trace, stat.st_size)
-        logs = _logs_beside(trace)
+        content = content_key(trace)
+        logs = [] if trace.is_dir() else _logs_beside(trace)
     except OSError as exc:
         raise TraceError(f"{trace}: cannot read it ({exc.strerror})") from None
     where = digest(str(trace.resolve()))
@@ -72,6 +72,23 @@ def cache_path(trace: Path, patterns: Patterns) -> Path:
 
 def digest(*parts: str) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
+
+
+def content_key(path: Path) -> str:
+    """A digest of a trace's content: a file's sampled bytes (_content_digest); a folder's
+    (an nsys Parquet export) each file's name, size, mtime and sampled bytes."""
+    if not path.is_dir():
+        return _content_digest(path, path.stat().st_size)
+    parts = []
+    for f in sorted(p for p in path.iterdir() if p.is_file()):
+        stat = f.stat()
+        parts += [
+            f.name,
+            str(stat.st_size),
+            str(stat.st_mtime_ns),
+            _content_digest(f, stat.st_size),
+        ]
+    return digest(*parts)
 
 
 def _content_digest(path: Path, size: int) -> str:

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from nsysreport.errors import TraceError
 from nsysreport.kineto import NEXT_STEP, copy_kineto
+from nsysreport.parquet_dir import copy_parquet
 from nsysreport.patterns import Patterns
 from nsysreport.queries import create_views, run_loader
 from nsysreport.raw_tables import create_raw_tables
+from nsysreport.source_schema import KINETO_SCHEMA, SourceSchema
 from nsysreport.sqlite_copy import Progress, copy_tables
-from nsysreport.trace_file import KINETO_SCHEMA, SourceSchema
 from nsysreport.workers import THREADS_VARIABLE, default_jobs
 
 if TYPE_CHECKING:
@@ -80,11 +81,13 @@ def load_into(
 ) -> None:
     """Copy the raw tables of `path` into `con`, then create the derived tables and views;
     a trace whose kernels are all unusable is refused (TraceError) once they are made."""
-    if schema == KINETO_SCHEMA:
+    if schema.kind == "kineto":
         if progress:
             progress("traceEvents")
         create_raw_tables(con)
         copy_kineto(con, path)
+    elif schema.kind == "parquetdir":
+        copy_parquet(con, path, schema, progress, patterns.role_pattern())
     else:
         copy_tables(con, path, schema, progress, patterns.role_pattern())
         run_loader(con, "old_gpu_list")  # nsys 2020-2021 named the GPUs' ids otherwise
@@ -94,7 +97,7 @@ def load_into(
     if progress:
         progress(DERIVING)
     create_views(con, patterns)
-    _check_kernels(con, path, schema == KINETO_SCHEMA)
+    _check_kernels(con, path, schema.kind == "kineto")
 
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport.errors import OptionError, TraceError
+from nsysreport.parquet_dir import is_parquet_dir
 
 
 def expand_inputs(args: Sequence[str]) -> list[Path]:
@@ -36,13 +37,23 @@ def expand_inputs(args: Sequence[str]) -> list[Path]:
 def _expand(arg: str) -> list[Path]:
     """The traces of one argument: a file, a directory's traces or a glob's matches."""
     path = Path(arg)
+    if is_parquet_dir(path):
+        return [path]  # one trace: nsys export --type parquetdir
     if path.is_dir():
-        found = [p for p in path.iterdir() if p.is_file() and _is_trace_name(p.name)]
+        # Per-rank traces: files, and folders that are Parquet exports. Reports (.nsys-rep) are
+        # left out: they usually sit beside their own exports, and would count a rank twice.
+        found = [
+            p
+            for p in path.iterdir()
+            if (p.is_file() and _is_trace_name(p.name)) or is_parquet_dir(p)
+        ]
         if not found:
-            raise TraceError(f"{path}: is a directory with no .sqlite or .json(.gz) traces")
+            raise TraceError(
+                f"{path}: is a directory with no .sqlite, .json(.gz) or Parquet-export traces"
+            )
         return sorted(found, key=_natural)
     if not path.exists() and glob.has_magic(arg):
-        matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file()]
+        matches = [Path(m) for m in glob.glob(arg) if Path(m).is_file() or is_parquet_dir(Path(m))]
         if not matches:
             raise TraceError(f"{arg}: no file matches")
         return sorted(matches, key=_natural)

@@ -1,8 +1,10 @@
-"""Open a trace (an Nsight Systems SQLite export, or a PyTorch profiler JSON trace) as a DuckDB
-connection with raw tables, derived tables and views: the loading pipeline's entry point.
+"""Open a trace (an Nsight Systems SQLite or Parquet export, a report that nsys exports first,
+or a PyTorch profiler JSON trace) as a DuckDB connection with raw tables, derived tables and
+views: the loading pipeline's entry point.
 
 The pipeline, one module a step: nsysreport.trace_file checks the file and lists its tables;
-nsysreport.sqlite_copy (or nsysreport.kineto, for JSON) copies the columns nsysreport.raw_tables
+nsysreport.sqlite_copy (nsysreport.parquet_dir for a Parquet export, nsysreport.kineto for
+JSON) copies the columns nsysreport.raw_tables
 declares into DuckDB; nsysreport.database makes the connection and derives the timelines; and
 nsysreport.trace_cache keeps the result on disk for the next run.
 """
@@ -13,9 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsysreport.database import connect, load_into
+from nsysreport.nsys_export import exported, is_report
 from nsysreport.patterns import Patterns
 from nsysreport.trace_cache import open_cached
-from nsysreport.trace_file import inspect_trace
+from nsysreport.trace_file import check_file, inspect_trace
 
 if TYPE_CHECKING:
     import duckdb
@@ -35,6 +38,9 @@ def open_trace(
     the trace and the options are unchanged; otherwise it lives in memory.
     """
     patterns = patterns or Patterns()
+    if is_report(path):
+        check_file(path)  # no nsys on PATH: the one-line error with the export command
+        path = exported(path)  # an .nsys-rep: its export, made once in the cache
     schema = inspect_trace(path)  # bad input fails the same way with or without a cache
     if cache:
         return open_cached(path, schema, patterns, progress)

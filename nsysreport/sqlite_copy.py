@@ -29,7 +29,9 @@ from typing import TYPE_CHECKING, Any
 from nsysreport.errors import TraceError
 from nsysreport.queries import run_loader
 from nsysreport.raw_tables import FILE_ROW, RAW_TABLES, create_raw_tables
-from nsysreport.trace_file import SourceSchema, immutable_uri, readable, unreadable_message
+from nsysreport.source_schema import SourceSchema
+from nsysreport.text_policy import register_text_functions
+from nsysreport.trace_file import immutable_uri, readable, unreadable_message
 
 if TYPE_CHECKING:
     # duckdb (0.08 s of start-up, python -X importtime), ADBC and pyarrow (0.3 s) are imported
@@ -90,26 +92,6 @@ def _leave_roleless_ranges(con: duckdb.DuckDBPyConnection, source: Path, roles: 
     with closing(sqlite3.connect(immutable_uri(source), uri=True)) as src:
         in_file = src.execute("SELECT count(*) FROM NVTX_EVENTS").fetchone()[0]
     run_loader(con, "nvtx_unloaded_count", {"in_file": in_file})
-
-
-def safe_text(data: bytes) -> str:
-    """The text policy: bytes as UTF-8, invalid sequences as U+FFFD, NUL bytes removed."""
-    return data.decode("utf-8", "replace").replace("\x00", "")
-
-
-def _text_functions(con: duckdb.DuckDBPyConnection) -> None:
-    """nsys_text(BLOB) -> VARCHAR, the text policy in SQL (queries/load/nsys_text.sql): DuckDB
-    decodes valid UTF-8 (nearly every value), Python only the rare rest."""
-    import duckdb
-
-    con.create_function(
-        "nsys_decode_rest",
-        safe_text,
-        [duckdb.sqltype("BLOB")],
-        duckdb.sqltype("VARCHAR"),
-        side_effects=False,
-    )
-    run_loader(con, "nsys_text")
 
 
 def _adbc_error() -> type[Exception]:
@@ -192,7 +174,7 @@ class _Adbc:
 
         if self.src is None:
             self.src = adbc.connect(immutable_uri(self.path))
-            _text_functions(con)  # one connection per load: registered once, when needed
+            register_text_functions(con)  # one connection per load: registered once, when needed
         cols = _wanted(table, schema)
         if not cols:
             return True  # none of the columns we read: the table stays empty, as when absent

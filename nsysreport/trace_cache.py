@@ -21,8 +21,8 @@ if TYPE_CHECKING:
     import duckdb
 
     from nsysreport.patterns import Patterns
+    from nsysreport.source_schema import SourceSchema
     from nsysreport.sqlite_copy import Progress
-    from nsysreport.trace_file import SourceSchema
 
 
 def open_cached(

@@ -14,36 +14,18 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
 from nsysreport.errors import TraceError
 from nsysreport.kineto import is_kineto
+from nsysreport.nsys_export import is_report, nsys_command
+from nsysreport.parquet_dir import is_parquet_dir, parquet_schema
 from nsysreport.raw_tables import GPU_TABLES, RAW_TABLES
+from nsysreport.source_schema import KINETO_SCHEMA, SourceSchema
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 EXPORT_HINT = "nsys export --type sqlite --output {out} {src}"
-
-
-@dataclass(frozen=True, slots=True)
-class SourceSchema:
-    """What a trace file holds: its tables and views and, for those we read, their columns.
-
-    `typed`: the tables whose declared column types let the fast loader read them as they are
-    (any other table, or one whose values turn out not to fit, is read value by value).
-    `views`: those of `tables` that are views (no rowid: their rows are numbered as they come).
-    """
-
-    tables: frozenset[str]
-    columns: dict[str, frozenset[str]]
-    typed: frozenset[str] = frozenset()
-    views: frozenset[str] = frozenset()
-
-
-# What inspect_trace returns for a PyTorch profiler (Kineto) JSON trace: database.load_into reads
-# it with nsysreport.kineto into the same raw tables instead of copying SQLite tables.
-KINETO_SCHEMA = SourceSchema(frozenset({"<kineto traceEvents>"}), {})
 
 
 def check_file(path: Path) -> None:
@@ -60,10 +42,21 @@ def check_file(path: Path) -> None:
     except OSError as exc:
         raise TraceError(f"{path}: cannot read it ({exc.strerror})") from None
     if stat.S_ISDIR(info.st_mode):
-        raise TraceError(f"{path}: is a directory; give the .sqlite file that nsys export wrote")
-    if path.suffix in (".nsys-rep", ".qdrep"):
+        if is_parquet_dir(path):
+            return  # nsys export --type parquetdir: read and checked by parquet_schema
+        raise TraceError(
+            f"{path}: is a directory but not an nsys Parquet export (no META_DATA_EXPORT or "
+            "CUPTI_ACTIVITY_KIND_* .parquet files); give the .sqlite file that nsys export "
+            "wrote, or the folder of nsys export --type parquetdir"
+        )
+    if is_report(path):
+        if nsys_command() is not None:
+            return  # exported into the cache when it loads (nsysreport.nsys_export)
         hint = EXPORT_HINT.format(out=path.with_suffix(".sqlite").name, src=path.name)
-        raise TraceError(f"{path}: is an Nsight Systems report, not its SQLite export; run: {hint}")
+        raise TraceError(
+            f"{path}: is an Nsight Systems report, not its export, and nsys is not on PATH to "
+            f"export it; run: {hint}"
+        )
     if not stat.S_ISREG(info.st_mode):
         raise TraceError(
             f"{path}: is not a regular file (a pipe or a device); give the exported file itself"
@@ -104,8 +97,12 @@ def inspect_trace(path: Path) -> SourceSchema:
     check_file(path)
     if is_kineto(path):
         return KINETO_SCHEMA
-    with readable(path) as read:
-        schema, has_gpu_rows = _read_schema(path, read)
+    if path.is_dir():
+        schema, has_gpu_rows = parquet_schema(path)
+        _reject_foreign(path, schema.tables, schema.columns)
+    else:
+        with readable(path) as read:
+            schema, has_gpu_rows = _read_schema(path, read)
     if not has_gpu_rows:
         raise TraceError(
             f"{path}: contains no GPU activity (no CUDA kernel, memcpy or memset rows); "
