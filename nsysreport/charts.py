@@ -39,6 +39,9 @@ PART_KEYS = {
 GRAPH_PART = "graph opaque"
 GRAPH_COLOUR = "#F0E442"
 GRAPH_LABEL = "CUDA graph (contents not traced)"
+# nsys's own pauses with nothing running: reddish purple, shown only for traces that have them.
+OVERHEAD_PART = "profiler overhead"
+OVERHEAD_COLOUR = "#CC79A7"
 # Activity classes on the timeline: compute in blues and purple, communication green (its
 # exposed stretches get the vermillion of "exposed comm" behind them), copies orange.
 CLASS_COLOURS = {
@@ -143,14 +146,17 @@ def _legend_above(ax: Any, ncols: int) -> None:
     ax.legend(ncols=ncols, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
 
 
-def part_colours(graphs: bool) -> dict[str, str]:
+def part_colours(graphs: bool, overhead: bool = False) -> dict[str, str]:
     """The time breakdown's parts in order with their colours; `graphs`: the trace has CUDA
-    graph launches traced as a whole, whose opaque time is then a part of its own."""
-    if not graphs:
-        return PART_COLOURS
+    graph launches traced as a whole, whose opaque time is then a part of its own; `overhead`:
+    the GPUs waited on nsys's own pauses (profiler overhead), likewise."""
     parts = dict(PART_COLOURS)
     idle = parts.pop("idle")
-    return {**parts, GRAPH_PART: GRAPH_COLOUR, "idle": idle}
+    if graphs:
+        parts[GRAPH_PART] = GRAPH_COLOUR
+    if overhead:
+        parts[OVERHEAD_PART] = OVERHEAD_COLOUR
+    return {**parts, "idle": idle}
 
 
 def has_graphs(gpus: Sequence[GpuReport]) -> bool:
@@ -158,11 +164,16 @@ def has_graphs(gpus: Sequence[GpuReport]) -> bool:
     return any(g.graph_launches for g in gpus)
 
 
+def has_overhead(gpus: Sequence[GpuReport]) -> bool:
+    """Any GPU waited on nsys's own pauses (profiler overhead)."""
+    return any(g.profiler_overhead_ns for g in gpus)
+
+
 def breakdown_chart(gpus: Sequence[GpuReport]) -> str:
     """Stacked bars, one per GPU: compute, exposed comm, exposed memcpy, CUDA graph time (when
     traced as a whole) and idle, % of span."""
     labels = [f"rank {g.rank}" for g in gpus]
-    colours = part_colours(has_graphs(gpus))
+    colours = part_colours(has_graphs(gpus), has_overhead(gpus))
     with _figure("breakdown", WIDTH, 0.3 * len(gpus) + 1.1) as (_, ax, buffer):
         left = [0.0] * len(gpus)
         for part, colour in colours.items():
@@ -394,8 +405,13 @@ def loss_chart(c: Comparison) -> str:
             ideal = x.ideal_step_time_ns
             ax.barh(i, ideal / 1e3, color="#DDDDDD", height=0.6, label="ideal" if i == 0 else None)
             left = ideal
-            keys = {**PART_KEYS, GRAPH_PART: "graph_opaque_ns"}
-            for part, colour in part_colours("graph_opaque_ns" in x.loss).items():
+            keys = {
+                **PART_KEYS,
+                GRAPH_PART: "graph_opaque_ns",
+                OVERHEAD_PART: "profiler_overhead_ns",
+            }
+            parts = part_colours("graph_opaque_ns" in x.loss, "profiler_overhead_ns" in x.loss)
+            for part, colour in parts.items():
                 delta = x.loss[keys[part]]
                 ax.barh(
                     i,

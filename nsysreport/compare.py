@@ -23,6 +23,8 @@ PARTS = ("compute_ns", "exposed_comm_ns", "exposed_memcpy_ns", "idle_ns")
 # Time inside CUDA graphs traced as a whole: a part of the loss split only when some
 # configuration has it.
 GRAPH_PART = "graph_opaque_ns"
+# Time nothing ran while nsys paused the process: likewise, only when some configuration has it.
+OVERHEAD_PART = "profiler_overhead_ns"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,11 @@ class Comparison:
         """Some configuration has time inside CUDA graphs traced as a whole: the loss has
         that part too."""
         return any(GRAPH_PART in x.loss for x in self.configs)
+
+    @property
+    def overhead_part(self) -> bool:
+        """Some configuration's GPUs waited on nsys's own pauses: the loss has that part."""
+        return any(OVERHEAD_PART in x.loss for x in self.configs)
 
 
 def load_inputs(
@@ -146,7 +153,8 @@ def compare(
     if base_label not in labels:
         raise OptionError(f"--baseline {base_label!r}: not one of {', '.join(labels)}")
     graphs = any(g.graph_opaque_ns for _, report in ordered for g in report.gpus)
-    parts = (*PARTS, GRAPH_PART) if graphs else PARTS
+    overhead = any(g.profiler_overhead_ns for _, report in ordered for g in report.gpus)
+    parts = (*PARTS, *((GRAPH_PART,) * graphs), *((OVERHEAD_PART,) * overhead))
     measured = {label: _measure(report, basis, parts) for label, report in ordered}
     base = measured[base_label]
     configs = []
@@ -361,6 +369,7 @@ def summary_sentence(c: Comparison) -> str:
         "exposed_memcpy_ns": "extra exposed memcpy",
         "idle_ns": "extra idle time",
         GRAPH_PART: "extra time inside CUDA graphs traced as a whole",
+        OVERHEAD_PART: "extra profiler overhead (nsys's own pauses)",
     }
     faster = "faster" if last.speedup >= 1 else "slower"
     factor = last.speedup if last.speedup >= 1 else 1 / last.speedup if last.speedup else 0

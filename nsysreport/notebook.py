@@ -20,7 +20,9 @@ def report_html(report: Report) -> str:
     context = {
         "report": report,
         "key": report.overview.key,
-        "parts": tuple(charts.part_colours(charts.has_graphs(report.gpus))),
+        "parts": tuple(
+            charts.part_colours(charts.has_graphs(report.gpus), charts.has_overhead(report.gpus))
+        ),
     }
     return environment().get_template("notebook.html.j2").render(context)
 

@@ -148,6 +148,13 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("text", "VARCHAR", False),
         ("globalPid", "BIGINT", False),
     ),
+    # nsys's own pauses of a host thread (buffer flushes, instrumentation): windows in which
+    # a GPU with nothing to run waits on the profiler, not on the application (gpu_sweep).
+    "PROFILER_OVERHEAD": (
+        ("start", "BIGINT", False),
+        ("end", "BIGINT", False),
+        ("globalTid", "BIGINT", False),
+    ),
     # GPU metric samples (nsys profile --gpu-metrics-devices): one row per sample of one
     # counter of one GPU; TARGET_INFO_GPU_METRICS names the counters (docs/export-format.md).
     # No column is required: a layout this tool does not know leaves the section empty rather

@@ -145,7 +145,9 @@ def render_html(
         "overview": overview,
         "tool_version": report.tool_version,
         "generated_at": generated_at or generated_now(),
-        "part_colours": charts.part_colours(charts.has_graphs(report.gpus)),
+        "part_colours": charts.part_colours(
+            charts.has_graphs(report.gpus), charts.has_overhead(report.gpus)
+        ),
         "svg": pictures(report, overview) if svg is None else svg,
         "perfetto_href": perfetto_href,
         "data_path_rule": bound_rule(),
@@ -162,7 +164,7 @@ def render_compare_html(comparison: Comparison, generated_at: str | None = None)
         "roles_summary": role_comparison_sentence(comparison),
         "generated_at": generated_at or generated_now(),
         "tool_version": __version__,
-        "part_colours": charts.part_colours(comparison.graph_part),
+        "part_colours": charts.part_colours(comparison.graph_part, comparison.overhead_part),
         "scaling_svg": charts.scaling_chart(comparison),
         "loss_svg": charts.loss_chart(comparison),
     }

@@ -35,9 +35,13 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
         console.print(f"[bold]{trace.path}[/]{simulated}  {trace.source}", soft_wrap=True)
     table = Table(box=None, header_style="bold", pad_edge=False)
     # A column for time inside CUDA graphs traced as a whole, only when there are such launches.
+    # Likewise for nsys's own pauses with nothing running (profiler overhead).
     graphs = any(g.graph_launches for g in report.gpus)
-    parts = ("compute", "exposed comm", "exposed memcpy", *(("graph opaque",) * graphs), "idle")
-    short = {"exposed comm": "exp. comm", "exposed memcpy": "exp. memcpy", "graph opaque": "graph"}
+    overhead = any(g.profiler_overhead_ns for g in report.gpus)
+    parts = ("compute", "exposed comm", "exposed memcpy", *(("graph opaque",) * graphs),
+             *(("profiler overhead",) * overhead), "idle")  # fmt: skip
+    short = {"exposed comm": "exp. comm", "exposed memcpy": "exp. memcpy", "graph opaque": "graph",
+             "profiler overhead": "profiler"}  # fmt: skip
     for heading in ("GPU", "pid", "dev", "span", *(short.get(p, p) for p in parts)):
         table.add_column(heading, justify="left" if heading == "GPU" else "right")
     table.add_column("overlap", justify="right")

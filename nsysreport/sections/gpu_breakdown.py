@@ -80,6 +80,9 @@ class GpuReport:
     graph_kernels_without_layer: int
     gaps: GapStats
     what_if: WhatIf
+    # nothing running while nsys paused the process for itself (PROFILER_OVERHEAD): neither
+    # busy nor idle, never a gap (0 in reports written before it was a part)
+    profiler_overhead_ns: int = 0
 
     @property
     def shares_pct(self) -> dict[str, float | None]:
@@ -87,14 +90,15 @@ class GpuReport:
         return {part: pct(ns, self.span_ns) for part, ns in iter_breakdown(self)}
 
 
-# The five parts of a time breakdown (GPU or step), which sum to its span, and the field that
+# The six parts of a time breakdown (GPU or step), which sum to its span, and the field that
 # holds each. `graph opaque` is time inside CUDA graph launches traced as a whole: busy, but of
-# unknown content.
+# unknown content; `profiler overhead` is time nothing runs while nsys pauses the process.
 BREAKDOWN_FIELDS = {
     "compute": "compute_ns",
     "exposed comm": "exposed_comm_ns",
     "exposed memcpy": "exposed_memcpy_ns",
     "graph opaque": "graph_opaque_ns",
+    "profiler overhead": "profiler_overhead_ns",
     "idle": "idle_ns",
 }
 
@@ -108,10 +112,11 @@ def iter_breakdown(m: Any) -> Iterator[tuple[str, int]]:
 
 def what_if(m: Mapping[str, Any]) -> WhatIf:
     """docs/metrics.md's projections from one breakdown, rounded down to whole ns. Time inside
-    graphs traced as a whole (G) is its own part: no change here touches it."""
+    graphs traced as a whole (G) and profiler overhead (P) are parts of their own: no change
+    here touches them."""
     c, comm, o = m["compute_ns"], m["comm_ns"], m["overlapped_comm_ns"]
     x, y, i = m["exposed_comm_ns"], m["exposed_memcpy_ns"], m["idle_ns"]
-    g = m.get("graph_opaque_ns", 0)
+    g = m.get("graph_opaque_ns", 0) + m.get("profiler_overhead_ns", 0)
     t = c + x + y + g + i
     return WhatIf(
         compute_2x_ns=c // 2 + (comm - min(o, c // 2)) + y + g + i,

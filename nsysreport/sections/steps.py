@@ -40,6 +40,7 @@ class StepReport:
     kernel_count: int
     comm_kernel_count: int
     what_if: WhatIf
+    profiler_overhead_ns: int = 0  # nothing running while nsys paused the process
 
     @property
     def shares_pct(self) -> dict[str, float | None]:

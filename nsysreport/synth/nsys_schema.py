@@ -249,6 +249,17 @@ _DIAGNOSTIC_EVENT = _columns(
     "severity INTEGER NOT NULL, text TEXT NOT NULL, globalPid INTEGER"
 )
 
+# PROFILER_OVERHEAD as in the real exports (NSYS_SCHEMA.md): 2026.x replaced returnValue with
+# overheadType (ENUM_CUPTI_OVERHEAD_TYPE, 3: a CUPTI buffer flush).
+PROFILER_OVERHEAD = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER NOT NULL,"
+    "overheadType INTEGER NOT NULL"
+)
+_PROFILER_OVERHEAD_2022 = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, globalTid INTEGER, nameId INTEGER NOT NULL,"
+    "returnValue INTEGER NOT NULL"
+)
+
 # 2026.1 (3.24.14) and 2026.2 (3.25.0) appended the kernel columns from qmdBulkReleaseDone on.
 _KERNEL_3_13 = KERNEL[: [c.name for c in KERNEL].index("qmdBulkReleaseDone")]
 _MEMCPY_3_13 = _without(MEMCPY, "copyCount")
@@ -339,6 +350,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "META_DATA_EXPORT": _NAME_VALUE,
                 "MPI_RANKS": MPI_RANKS,
                 "DIAGNOSTIC_EVENT": _DIAGNOSTIC_EVENT,
+                "PROFILER_OVERHEAD": PROFILER_OVERHEAD,
             }
         ),
         export_keys=_EXPORT_KEYS_2026,
@@ -374,6 +386,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "META_DATA_CAPTURE": _NAME_VALUE,
                 "META_DATA_EXPORT": _NAME_VALUE,
                 "DIAGNOSTIC_EVENT": _DIAGNOSTIC_EVENT,
+                "PROFILER_OVERHEAD": _PROFILER_OVERHEAD_2022,
             }
         ),
         export_keys=_EXPORT_KEYS_2024,
@@ -404,6 +417,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "CUDA_GRAPH_EVENTS": GRAPH_NODE_EVENTS,
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
                 "PROCESSES": _PROCESSES,
+                "PROFILER_OVERHEAD": _PROFILER_OVERHEAD_2022,
             }
         ),
         export_keys=_EXPORT_KEYS_2022,

@@ -59,9 +59,7 @@ def _arrow_type(name: str, declared: str) -> pa.DataType:
 def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The batch in the export's types; a GlobalId's bits as unsigned (SQLite stores them
     signed, nsys writes them unsigned)."""
-    columns = [
-        pc.cast(table.column(f.name), f.type, safe=f.type != pa.uint64()) for f in schema
-    ]
+    columns = [pc.cast(table.column(f.name), f.type, safe=f.type != pa.uint64()) for f in schema]
     return pa.Table.from_arrays(columns, schema=schema)
 
 

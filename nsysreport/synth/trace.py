@@ -173,6 +173,18 @@ class GpuMetricSample:
 
 
 @dataclass(frozen=True, slots=True)
+class ProfilerOverhead:
+    """A PROFILER_OVERHEAD row: nsys pausing thread `tid` (default: the main thread) of process
+    `pid` for itself, e.g. to flush CUPTI's buffers."""
+
+    start: int
+    end: int
+    pid: int = 100
+    tid: int | None = None
+    name: str = "CUPTI Buffer flush"
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     """A DIAGNOSTIC_EVENT row: one of nsys's messages about the capture. `severity` and
     `source` are ENUM_DIAGNOSTIC_SEVERITY_LEVEL (1 Info, 2 Warning, 3 Error) and
@@ -211,6 +223,7 @@ class Scenario:
     # 2026.2 profile only).
     mpi_ranks: Mapping[int, int] = field(default_factory=dict)
     diagnostics: Iterable[Diagnostic] = ()  # schema 3.x profiles only
+    overheads: Iterable[ProfilerOverhead] = ()  # 2022.2 and later profiles
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).
     utc_at_zero_ns: int | None = None
@@ -475,6 +488,17 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
             )
             for d in diagnostics
         ]
+    overheads = list(scenario.overheads)
+    if overheads:
+        if "PROFILER_OVERHEAD" not in profile.tables:
+            raise ValueError(f"the nsys {profile.nsys_version} profile writes no PROFILER_OVERHEAD")
+        rows["PROFILER_OVERHEAD"] = [
+            # 3 (overheadType, 2026.x): a CUPTI buffer flush; 0 (returnValue, before): success
+            (o.start, o.end, GLOBAL_VID | o.pid << 24 | (o.pid if o.tid is None else o.tid),
+             strings.setdefault(o.name, len(strings) + 1),
+             3 if profile.tables["PROFILER_OVERHEAD"][-1].name == "overheadType" else 0)
+            for o in overheads
+        ]  # fmt: skip
     if scenario.mpi_ranks:
         if "MPI_RANKS" not in profile.tables:
             raise ValueError(f"the nsys {profile.nsys_version} profile writes no MPI_RANKS table")

@@ -14,7 +14,14 @@
 -- zero-length segment, not a gap. Activities with end <= start carry no time and are left
 -- out. The segments tile [first start, last end].
 --
--- Reads: activity
+-- nsys's own pauses (PROFILER_OVERHEAD: buffer flushes, instrumentation, on a host thread of
+-- the process) are a seventh field, one bit (bit 60): each process's windows, merged where
+-- they overlap (so at most one is open at a time) and clipped to each of its GPUs' span (so the
+-- span is the activities' alone), open on every GPU of the process. A segment with nothing
+-- running but that bit is profiler overhead, neither busy nor idle (gpu_counter.sql); its
+-- events' keys are negative (-1 - the window's number), so they name no activity.
+--
+-- Reads: PROFILER_OVERHEAD, activity
 --
 -- Columns:
 --   pid              BIGINT    process id
@@ -23,9 +30,11 @@
 --   start_ns         BIGINT    segment start
 --   end_ns           BIGINT    segment end
 --   packed           BIGINT    activities running, by class, in 10-bit fields: compute, gemm,
---                              attention, comm, memcpy, graph (lowest first)
+--                              attention, comm, memcpy, graph (lowest first); bit 60: a
+--                              profiler overhead window is open
 --   before_key       BIGINT    activity whose event opens the segment: activity_id * 4 +
---                              source (0 kernel, 1 memcpy, 2 memset, 3 graph)
+--                              source (0 kernel, 1 memcpy, 2 memset, 3 graph); negative: a
+--                              profiler overhead window
 --   after_key        BIGINT    activity whose event closes the segment, encoded the same way
 CREATE TABLE gpu_sweep AS
 WITH timed AS (
@@ -49,10 +58,49 @@ WITH timed AS (
     FROM activity
     WHERE end_ns > start_ns
 ),
+overhead_rows AS (
+    SELECT (globalTid >> 24) & 16777215 AS pid, start, "end",
+        -- A new window starts where no earlier one of the process is still open.
+        CASE WHEN start > max("end") OVER (
+            PARTITION BY (globalTid >> 24) & 16777215 ORDER BY start, "end"
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING
+        ) THEN 1 ELSE 0 END AS opens
+    FROM PROFILER_OVERHEAD
+    WHERE globalTid IS NOT NULL AND "end" > start
+),
+overhead_numbered AS (
+    SELECT pid, start, "end",
+        sum(opens) OVER (PARTITION BY pid ORDER BY start, "end" ROWS UNBOUNDED PRECEDING)
+            AS window_no
+    FROM overhead_rows
+),
+overhead AS (
+    SELECT pid, window_no, min(start) AS start_ns, max("end") AS end_ns
+    FROM overhead_numbered
+    GROUP BY pid, window_no
+),
+extent AS (
+    SELECT pid, device_id, min(start_ns) AS first_ns, max(end_ns) AS last_ns
+    FROM timed
+    GROUP BY pid, device_id
+),
+overhead_on_gpu AS (
+    SELECT e.pid, e.device_id, greatest(o.start_ns, e.first_ns) AS start_ns,
+        least(o.end_ns, e.last_ns) AS end_ns,
+        1152921504606846976 AS delta,  -- bit 60
+        -1 - o.window_no AS activity_key
+    FROM overhead AS o
+    JOIN extent AS e ON e.pid = o.pid
+    WHERE least(o.end_ns, e.last_ns) > greatest(o.start_ns, e.first_ns)
+),
 events AS (
     SELECT pid, device_id, start_ns AS t, delta, activity_key FROM timed
     UNION ALL
     SELECT pid, device_id, end_ns, -delta, activity_key FROM timed
+    UNION ALL
+    SELECT pid, device_id, start_ns, delta, activity_key FROM overhead_on_gpu
+    UNION ALL
+    SELECT pid, device_id, end_ns, -delta, activity_key FROM overhead_on_gpu
 ),
 swept AS (
     -- Ends (negative deltas) sort before starts at the same instant.

@@ -1,5 +1,5 @@
 -- gpu_breakdown: per-GPU time breakdown; compute + exposed comm + exposed memcpy + graph opaque
--- + idle = span
+-- + profiler overhead + idle = span
 --
 -- Definitions are docs/metrics.md's interval algebra: every *_ns is the length of a union of
 -- intervals (not a sum) unless the name ends in _sum_ns. Exposed communication is comm time
@@ -7,7 +7,9 @@
 -- time with neither compute nor comm running. overlap_pct is NULL when there is no comm. A CUDA
 -- graph launch traced as a whole (class graph) is busy time of unknown content: graph_opaque_ns
 -- is the part of it that no kernel or copy covers, the breakdown's fifth part. Graph time hides
--- no communication: exposed comm and memcpy do not look at it.
+-- no communication: exposed comm and memcpy do not look at it. Time with nothing running while
+-- nsys pauses the process for itself (PROFILER_OVERHEAD, gpu_sweep) is profiler_overhead_ns,
+-- the sixth part: neither busy nor idle, and never a gap.
 --
 -- Reads: activity, gpu_segment, kernel
 --
@@ -18,7 +20,8 @@
 --   last_end_ns          BIGINT    last activity end
 --   span_ns              BIGINT    last_end_ns - first_start_ns
 --   busy_ns              BIGINT    union of all activities
---   idle_ns              BIGINT    span_ns - busy_ns
+--   idle_ns              BIGINT    span_ns - busy_ns - profiler_overhead_ns
+--   profiler_overhead_ns BIGINT    nothing running, a profiler overhead window open
 --   compute_ns           BIGINT    union of compute kernels (gemm, attention, other)
 --   gemm_ns              BIGINT    union of GEMM kernels
 --   attention_ns         BIGINT    union of attention kernels
@@ -54,8 +57,9 @@ seg AS (
     SELECT pid, device_id,
         min(first_start_ns) AS first_start_ns,
         max(last_end_ns) AS last_end_ns,
-        sum(duration_ns) FILTER (NOT idle) AS busy_ns,
+        sum(duration_ns) FILTER (n_compute + n_comm + n_memcpy + n_graph > 0) AS busy_ns,
         sum(duration_ns) FILTER (idle) AS idle_ns,
+        sum(duration_ns) FILTER (profiler_overhead(packed)) AS profiler_overhead_ns,
         sum(duration_ns) FILTER (n_compute > 0) AS compute_ns,
         sum(duration_ns) FILTER (n_gemm > 0) AS gemm_ns,
         sum(duration_ns) FILTER (n_attention > 0) AS attention_ns,
@@ -92,6 +96,7 @@ SELECT
     coalesce(s.last_end_ns - s.first_start_ns, 0)::BIGINT AS span_ns,
     coalesce(s.busy_ns, 0)::BIGINT AS busy_ns,
     coalesce(s.idle_ns, 0)::BIGINT AS idle_ns,
+    coalesce(s.profiler_overhead_ns, 0)::BIGINT AS profiler_overhead_ns,
     coalesce(s.compute_ns, 0)::BIGINT AS compute_ns,
     coalesce(s.gemm_ns, 0)::BIGINT AS gemm_ns,
     coalesce(s.attention_ns, 0)::BIGINT AS attention_ns,

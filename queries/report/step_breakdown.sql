@@ -5,8 +5,9 @@
 -- process). Every metric is docs/metrics.md's, over all of the GPU's activity clipped to that
 -- window (work launched earlier that runs into the step counts too): the gpu_segment rows
 -- overlapping the window, clipped to it. Counts are of the activities the step contains.
--- compute + exposed comm + exposed memcpy + graph opaque + idle = step_time_ns (graph
--- opaque: CUDA graph launches traced as a whole, where no kernel or copy is known).
+-- compute + exposed comm + exposed memcpy + graph opaque + profiler overhead + idle =
+-- step_time_ns (graph opaque: CUDA graph launches traced as a whole, where no kernel or copy is
+-- known; profiler overhead: nothing running while nsys pauses the process, gpu_sweep).
 --
 -- Reads: gpu_segment, step_window, step_window_bin
 --
@@ -20,7 +21,8 @@
 --   end_ns               BIGINT    window end
 --   step_time_ns         BIGINT    end_ns - start_ns
 --   busy_ns              BIGINT    union of all activity in the window
---   idle_ns              BIGINT    step_time_ns - busy_ns
+--   idle_ns              BIGINT    step_time_ns - busy_ns - profiler_overhead_ns
+--   profiler_overhead_ns BIGINT    nothing running, a profiler overhead window open
 --   compute_ns           BIGINT    union of compute kernels
 --   gemm_ns              BIGINT    union of GEMM kernels
 --   attention_ns         BIGINT    union of attention kernels
@@ -37,7 +39,8 @@
 --   comm_kernel_count    BIGINT    communication kernels among them
 WITH width AS (SELECT DISTINCT pid, device_id, width FROM step_window_bin),
 busy AS NOT MATERIALIZED (
-    -- Only busy segments count: every sum below is of time something runs (idle is the rest).
+    -- Only segments that are not idle count: every sum below is of time something runs or
+    -- the profiler pauses (idle is the rest).
     SELECT s.*, b.width, s.start_ns // b.width AS first_bin, (s.end_ns - 1) // b.width AS last_bin
     FROM gpu_segment AS s
     JOIN width AS b ON b.pid = s.pid AND b.device_id = s.device_id
@@ -91,7 +94,8 @@ totals AS (
         coalesce(sum(part_ns) FILTER (n_memcpy > 0), 0) AS memcpy,
         coalesce(sum(part_ns) FILTER (exposed_memcpy(packed)), 0) AS exposed_memcpy,
         coalesce(sum(part_ns) FILTER (n_graph > 0), 0) AS graph,
-        coalesce(sum(part_ns) FILTER (graph_opaque(packed)), 0) AS graph_opaque
+        coalesce(sum(part_ns) FILTER (graph_opaque(packed)), 0) AS graph_opaque,
+        coalesce(sum(part_ns) FILTER (profiler_overhead(packed)), 0) AS profiler_overhead
     FROM counted
     GROUP BY pid, device_id, range_id
 )
@@ -105,7 +109,8 @@ SELECT
     w.end_ns,
     w.end_ns - w.start_ns AS step_time_ns,
     t.busy::BIGINT AS busy_ns,
-    (w.end_ns - w.start_ns - t.busy)::BIGINT AS idle_ns,
+    (w.end_ns - w.start_ns - t.busy - t.profiler_overhead)::BIGINT AS idle_ns,
+    t.profiler_overhead::BIGINT AS profiler_overhead_ns,
     t.compute::BIGINT AS compute_ns,
     t.gemm::BIGINT AS gemm_ns,
     t.attention::BIGINT AS attention_ns,
