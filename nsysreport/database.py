@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from nsysreport.errors import TraceError
 from nsysreport.kineto import NEXT_STEP, copy_kineto
+from nsysreport.nvtx_payload import load_nccl_payloads
 from nsysreport.parquet_dir import copy_parquet
 from nsysreport.patterns import Patterns
 from nsysreport.queries import create_views, run_loader
@@ -91,6 +92,8 @@ def load_into(
     else:
         copy_tables(con, path, schema, progress, patterns.role_pattern())
         run_loader(con, "old_gpu_list")  # nsys 2020-2021 named the GPUs' ids otherwise
+    if schema.kind != "kineto":
+        load_nccl_payloads(con, path, schema)  # exports made with --include-blobs=true
     # Which tables the file has, for what the report can say about the capture (whether it has
     # GPU metric tables, usable samples or not).
     run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})

@@ -104,6 +104,21 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("int64Value", "BIGINT", False),
     ),
     "StringIds": (("id", "BIGINT", True), ("value", "VARCHAR", True)),
+    # The layouts of NVTX extended payloads (NCCL's: nsysreport.nvtx_payload), listed once per
+    # process that registered them; none required (docs/export-format.md).
+    "NVTX_PAYLOAD_SCHEMAS": (
+        ("domainId", "BIGINT", False),
+        ("schemaId", "BIGINT", False),
+        ("payloadSize", "BIGINT", False),
+    ),
+    "NVTX_PAYLOAD_SCHEMA_ENTRIES": (
+        ("domainId", "BIGINT", False),
+        ("schemaId", "BIGINT", False),
+        ("idx", "BIGINT", False),
+        ("type", "BIGINT", False),
+        ("name", "VARCHAR", False),
+        ("offset", "BIGINT", False),
+    ),
     # `id` is the activities' deviceId. nsys 2020.5 wrote `deviceId` in its place (and no
     # memoryBandwidth); nsys 2020.3 had no such table, only TARGET_INFO_CUDA_GPU (name and
     # deviceId per process). queries/load/old_gpu_list.sql maps both onto `id` and `name`

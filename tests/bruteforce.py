@@ -91,6 +91,15 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
             launches[key] += 1
             sets[key]["graph"].append((start, end))
             sets[key]["all"].append((start, end))
+    # nsys's own pauses of a process (PROFILER_OVERHEAD): time in them with nothing running on
+    # one of its GPUs is profiler overhead, not idle.
+    pauses: dict[int, list[Interval]] = defaultdict(list)
+    if "PROFILER_OVERHEAD" in tables:
+        for gtid, start, end in con.execute(
+            'SELECT globalTid, start, "end" FROM PROFILER_OVERHEAD'
+        ):
+            if gtid is not None:
+                pauses[(gtid >> 24) & 0xFFFFFF].append((start, end))
     con.close()
     result = {}
     for key, s in sets.items():
@@ -98,11 +107,15 @@ def per_gpu_metrics(path: Path) -> dict[tuple[int, int], dict[str, int]]:
         compute, comm, kernels = (union_length(s[n]) for n in ("compute", "comm", "kernel"))
         busy = union_length(s["all"])
         traced = union_length(s["kernel"] + s["memcpy"])  # what is known to run
-        span = max(e for _, e in timed) - min(b for b, _ in timed)
+        first, last = min(b for b, _ in timed), max(e for _, e in timed)
+        span = last - first
+        clipped = [(max(b, first), min(e, last)) for b, e in pauses[key[0]]]
+        overhead = union_length(s["all"] + clipped) - busy
         result[key] = {
             "span_ns": span,
             "busy_ns": busy,
-            "idle_ns": span - busy,
+            "idle_ns": span - busy - overhead,
+            "profiler_overhead_ns": overhead,
             "compute_ns": compute,
             "gemm_ns": union_length(s["gemm"]),
             "attention_ns": union_length(s["attention"]),

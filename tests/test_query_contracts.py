@@ -100,6 +100,7 @@ RAW = {
     "source_table",
     "comm_group_launch",
     "job_world",
+    "nccl_payload",
 }
 OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fills them
 # What the loaders' steps create or fill: the raw and option tables, and the Kineto loader's

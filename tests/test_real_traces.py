@@ -66,9 +66,9 @@ def test_the_breakdown_partitions_the_span_and_unions_stay_within_sums(name: str
     con = open_trace(real_trace(name))
     for r in run_query(con, "gpu_breakdown").to_dicts():
         parts = r["compute_ns"] + r["exposed_comm_ns"] + r["exposed_memcpy_ns"] + r["idle_ns"]
-        parts += r["graph_opaque_ns"]
+        parts += r["graph_opaque_ns"] + r["profiler_overhead_ns"]
         assert parts == r["span_ns"]
-        assert r["busy_ns"] + r["idle_ns"] == r["span_ns"]
+        assert r["busy_ns"] + r["profiler_overhead_ns"] + r["idle_ns"] == r["span_ns"]
         assert r["comm_ns"] <= r["comm_sum_ns"]
         assert 0 <= r["exposed_comm_ns"] <= r["comm_ns"]
         assert r["gemm_ns"] + r["attention_ns"] >= 0 and r["gemm_ns"] <= r["compute_ns"]

@@ -52,6 +52,7 @@ LEDGER_CLASSES = {
     "a stream that is not a number: the event's tid as its stream": "defaulted_stream",
     "a device that is not a number: the event's pid as its device": "defaulted_device",
     "text that is not JSON: ignored": "unparsed_metadata",
+    "payload that does not fit its schema: ignored": "unparsed_metadata",
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
 # What a kept row's caveat says was done with it; a skipped row is left out.

@@ -16,11 +16,13 @@
 -- runs on the whole job; else, when the trace holds the whole job (comm_world.partial is
 -- false), the number of GPUs in the trace that ran the op, if two or more (gpus_in_trace).
 -- Otherwise it is unknown (NULL): a trace of some of the job's ranks cannot count the others,
--- and a "collective" on one GPU of unknown group is not a group of one. NCCL's own NVTX
--- payloads (communicator id, ranks) are not read: nsys exports them only as blobs
--- (docs/export-format.md).
+-- and a "collective" on one GPU of unknown group is not a group of one. Ahead of every rule but
+-- the kernel's own record: NCCL's extended payload of the NCCL API range around the launch
+-- (nccl_payload, an export made with --include-blobs=true) names the communicator (its
+-- commHash), whose rank count its init call recorded (nccl_payload), source `nccl_payload`.
 -- The channel is the kernel's communicator as this GPU sees it: the process group the trace
--- names (`process group NAME`), else its stream (`stream N`: NCCL runs each communicator's
+-- names (`process group NAME`), else the NCCL communicator its payload names (`NCCL
+-- communicator 0x...`, the same on every rank), else its stream (`stream N`: NCCL runs each communicator's
 -- kernels on a stream of their own, and PyTorch gives each process group one per device). A
 -- kernel the trace records no group for, on a stream whose other kernels all name one process
 -- group, is on that group's channel (channel_source `stream of process group`: the real MI300
@@ -30,7 +32,7 @@
 -- 1.6 s for the three, against about 0.4 s more here). Materialised (CREATE TABLE) when the
 -- trace is opened: the collective analyses read it.
 --
--- Reads: activity_range, comm_bytes_option, comm_group_launch, comm_world, kernel
+-- Reads: activity_range, comm_bytes_option, comm_group_launch, comm_world, kernel, nccl_payload
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -48,7 +50,7 @@
 --   comm_group     VARCHAR   the process group's name as the trace records it, else NULL
 --   stream_id      BIGINT    the kernel's stream
 --   channel        VARCHAR   `process group NAME` (comm_group, else its stream's), or `stream N`
---   channel_source VARCHAR   trace metadata, stream of process group, or stream
+--   channel_source VARCHAR   trace metadata, nccl payload, stream of process group, or stream
 --   comm_ranks     VARCHAR   the process group's global ranks ("0,1"), as recorded, else NULL
 --   comm_desc      VARCHAR   the process group's description, as recorded, else NULL
 --   layer          VARCHAR   the label of the innermost layer range around its launch
@@ -58,7 +60,8 @@ WITH named AS (
     SELECT k.pid, k.device_id, k.kernel_id, k.start_ns, k.end_ns,
         greatest(k.end_ns - k.start_ns, 0) AS duration_ns, k.global_pid, k.correlation_id,
         k.stream_id,
-        t.label AS torch_label, n.label AS nccl_label, n.payload AS nccl_bytes, k.name,
+        t.label AS torch_label, n.label AS nccl_label, n.payload AS nccl_bytes,
+        n.range_id AS nccl_range_id, k.name,
         l.label AS layer
     FROM kernel AS k
     LEFT JOIN activity_range AS t
@@ -104,13 +107,24 @@ launch_group AS (
     FROM comm_group_launch
     ORDER BY globalPid, correlationId, group_size DESC NULLS LAST, group_source, comm_group
 ),
+payload_comm AS (
+    -- Each communicator NCCL's payloads name, with the rank count its init calls recorded.
+    SELECT comm_hash, max(nranks) AS nranks FROM nccl_payload GROUP BY comm_hash
+),
+payload_range AS (
+    SELECT p.range_id, p.comm_hash, c.nranks
+    FROM nccl_payload AS p
+    JOIN payload_comm AS c ON c.comm_hash = p.comm_hash
+),
 sized AS (
-    SELECT x.*, l.comm_group, l.comm_ranks, l.comm_desc,
+    SELECT x.*, l.comm_group, l.comm_ranks, l.comm_desc, pr.comm_hash,
         CASE WHEN l.group_size IS NOT NULL THEN l.group_size
+            WHEN pr.nranks IS NOT NULL THEN pr.nranks
             WHEN w.world_size IS NOT NULL AND coalesce(w.process_groups, 1) = 1
                 THEN w.world_size
             WHEN NOT w.partial AND g.gpus >= 2 THEN g.gpus END AS group_size,
         CASE WHEN l.group_size IS NOT NULL THEN l.group_source
+            WHEN pr.nranks IS NOT NULL THEN 'nccl_payload'
             WHEN w.world_size IS NOT NULL AND coalesce(w.process_groups, 1) = 1
                 THEN 'world_size'
             WHEN NOT w.partial AND g.gpus >= 2 THEN 'gpus_in_trace' END AS group_source
@@ -118,6 +132,7 @@ sized AS (
     JOIN op_gpus AS g ON g.op = x.op
     CROSS JOIN comm_world AS w
     LEFT JOIN launch_group AS l ON l.globalPid = x.global_pid AND l.correlationId = x.correlation_id
+    LEFT JOIN payload_range AS pr ON pr.range_id = x.nccl_range_id
 ),
 stream_group AS (
     -- the one process group a stream's kernels name, where they name exactly one
@@ -139,9 +154,11 @@ SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.o
     coalesce(x.nccl_bytes, o.bytes) AS message_bytes, n.ordinal,
     x.group_size, x.group_source, x.comm_group, x.stream_id,
     CASE WHEN x.comm_group IS NOT NULL THEN 'process group ' || x.comm_group
+        WHEN x.comm_hash IS NOT NULL THEN 'NCCL communicator ' || x.comm_hash
         WHEN sg.comm_group IS NOT NULL THEN 'process group ' || sg.comm_group
         ELSE 'stream ' || coalesce(x.stream_id::VARCHAR, '?') END AS channel,
     CASE WHEN x.comm_group IS NOT NULL THEN 'trace metadata'
+        WHEN x.comm_hash IS NOT NULL THEN 'nccl payload'
         WHEN sg.comm_group IS NOT NULL THEN 'stream of process group'
         ELSE 'stream' END AS channel_source,
     x.comm_ranks, x.comm_desc, x.layer

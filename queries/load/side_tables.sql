@@ -15,7 +15,13 @@
 -- job_world: the job's size as the trace records it (a PyTorch profiler trace's
 -- distributedInfo.world_size) and how many process groups it lists (NULL: it does not say).
 --
--- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world
+-- nccl_payload: what NCCL's NVTX payload of an API range says (nsysreport.nvtx_payload): its
+-- communicator (commHash as 0x%016x, the same on every rank of the communicator), and where
+-- recorded the communicator's rank count and this rank (init calls) and the message bytes
+-- (collectives); range_id is the range's file_row in NVTX_EVENTS.
+--
+-- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world,
+--   nccl_payload
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE load_kept (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
@@ -25,3 +31,6 @@ CREATE TABLE comm_group_launch (
     comm_group VARCHAR, comm_ranks VARCHAR, comm_desc VARCHAR
 );
 CREATE TABLE job_world (world_size BIGINT, process_groups BIGINT, source VARCHAR);
+CREATE TABLE nccl_payload (
+    range_id BIGINT, comm_hash VARCHAR, nranks BIGINT, rank BIGINT, message_bytes BIGINT
+);

@@ -4,8 +4,10 @@
 -- thread cannot contain launches on one thread and are left out, as NVIDIA's projection does.
 -- Names are coalesce(StringIds[textId], text); domain names come from the DomainCreate rows
 -- (event type 75) of the same process, else `domain <id>`; domain 0 is the default domain.
+-- The payload is the message size NCCL's extended payload records (nccl_payload, decoded at
+-- load from an export made with --include-blobs=true), else the row's integer payload.
 --
--- Reads: NVTX_EVENTS, StringIds
+-- Reads: NVTX_EVENTS, StringIds, nccl_payload
 --
 -- Columns:
 --   range_id         BIGINT    the row's file_row in NVTX_EVENTS
@@ -17,7 +19,8 @@
 --   name             VARCHAR   range text
 --   domain_id        BIGINT    NVTX domain id (0 = default)
 --   domain           VARCHAR   domain name, NULL for the default domain
---   payload          BIGINT    integer payload (uint64Value or int64Value), if any
+--   payload          BIGINT    NCCL's message bytes (nccl_payload), else the integer payload
+--                              (uint64Value or int64Value), if any
 CREATE VIEW nvtx_range AS
 WITH domains AS (
     SELECT
@@ -41,8 +44,9 @@ SELECT
     coalesce(e.domainId, 0) AS domain_id,
     CASE WHEN coalesce(e.domainId, 0) <> 0
         THEN coalesce(d.domain, 'domain ' || e.domainId) END AS domain,
-    coalesce(e.uint64Value, e.int64Value) AS payload
+    coalesce(p.message_bytes, e.uint64Value, e.int64Value) AS payload
 FROM NVTX_EVENTS AS e
+LEFT JOIN nccl_payload AS p ON p.range_id = e.file_row
 -- An id listed twice reads as its smallest value (kernel_name): no range counted twice.
 LEFT JOIN (SELECT id, min(value) AS value FROM StringIds GROUP BY id) AS s
     ON s.id = e.textId

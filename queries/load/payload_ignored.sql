@@ -1,0 +1,12 @@
+-- payload_ignored: NVTX payloads that do not fit the schema the export describes, counted
+--
+-- nsysreport.nvtx_payload decodes NCCL's payloads; one shorter than its schema's fields is
+-- ignored (its range stays, without the payload's facts) and counted here, which data_quality
+-- reports with the rows kept with a caveat.
+--
+-- Writes: load_kept
+--
+-- Params:
+--   $reason  VARCHAR  -  why they were ignored
+--   $count   BIGINT   -  how many
+INSERT INTO load_kept VALUES ('NVTX_EVENTS', $reason, $count)
