@@ -21,7 +21,13 @@ from typing import TYPE_CHECKING
 
 from nsysreport.errors import TraceError
 from nsysreport.queries import run_loader
-from nsysreport.raw_tables import FILE_ROW, GPU_TABLES, RAW_TABLES, create_raw_tables
+from nsysreport.raw_tables import (
+    FILE_ROW,
+    GPU_TABLES,
+    RAW_TABLES,
+    ROLELESS_KEPT,
+    create_raw_tables,
+)
 from nsysreport.source_schema import SourceSchema
 from nsysreport.text_policy import register_text_functions
 
@@ -108,7 +114,7 @@ def copy_parquet(
                 continue
             if progress:
                 progress(table)
-            _copy_table(con, table, files[table], schema)
+            _copy_table(con, table, files[table], schema, nvtx_roles)
             if table == "NVTX_EVENTS":
                 in_file = _rows_in(con, files[table])
         if nvtx_roles is not None and "NVTX_EVENTS" in files:
@@ -120,37 +126,55 @@ def copy_parquet(
         ) from exc
 
 
+# The columns the NVTX role filter reads (queries/load/nvtx_roleless.sql).
+ROLE_COLUMNS = ("eventType", "end", "endGlobalTid", "globalTid", "textId", "text")
+
+
 def _copy_table(
-    con: duckdb.DuckDBPyConnection, table: str, file: Path, schema: SourceSchema
+    con: duckdb.DuckDBPyConnection,
+    table: str,
+    file: Path,
+    schema: SourceSchema,
+    nvtx_roles: str | None,
 ) -> None:
-    """One table: the rows whose integer columns all hold integers, and the rest counted."""
+    """One table: the rows whose integer columns all hold integers, and the rest counted. NVTX
+    ranges that can play no role are not loaded (as the SQLite copy's scan leaves them)."""
     types = schema.types[table]
     wanted = [(n, t) for n, t, _ in RAW_TABLES[table] if n in types]
     if not wanted:
         return
-    values = ", ".join(_value_sql(n, t, types[n]) for n, t in wanted)
     names = ", ".join(f'"{n}"' for n, _ in wanted)
     # A row is left out when an integer column holds a value that is not an integer: the
-    # first such column names the reason, as the SQLite copy's careful read does.
+    # first such column names the reason, as the SQLite copy's careful read does. Columns of
+    # an integer type need no check (nsys writes every integer column so).
     bad = [
         f'WHEN "{n}" IS NOT NULL AND {_integer_sql(n, types[n])} IS NULL '
         f"THEN '{n} is not an integer'"
         for n, t in wanted
-        if t == "BIGINT"
+        if t == "BIGINT" and types[n] not in INTEGER_TYPES
     ]
     reason = f"CASE {' '.join(bad)} END" if bad else "NULL"
-    source = f"(SELECT *, {reason} AS nsys_reason FROM read_parquet(?, file_row_number = true))"
+    typed = (
+        f"SELECT file_row_number + 1 AS {FILE_ROW}, "
+        + ", ".join(f'{_value_sql(n, t, types[n])} AS "{n}"' for n, t in wanted)
+        + f" FROM read_parquet($file, file_row_number = true) WHERE ({reason}) IS NULL"
+    )
+    params: dict[str, str] = {"file": str(file)}
+    keep = ""
+    if table == "NVTX_EVENTS" and nvtx_roles is not None and all(c in types for c in ROLE_COLUMNS):
+        keep, params["roles"] = ROLELESS_KEPT, nvtx_roles
     con.execute(
         f'INSERT INTO main."{table}" ("{FILE_ROW}", {names}) '
-        f"SELECT file_row_number + 1, {values} FROM {source} WHERE nsys_reason IS NULL",
-        [str(file)],
+        f'SELECT "{FILE_ROW}", {names} FROM ({typed}) {keep}',
+        params,
     )
-    con.execute(
-        "INSERT INTO load_skipped "
-        f"SELECT ?, nsys_reason, count(*) FROM {source} "
-        "WHERE nsys_reason IS NOT NULL GROUP BY nsys_reason",
-        [table, str(file)],
-    )
+    if bad:
+        con.execute(
+            f"INSERT INTO load_skipped SELECT $table, reason, count(*) FROM "
+            f"(SELECT {reason} AS reason FROM read_parquet($file)) "
+            "WHERE reason IS NOT NULL GROUP BY reason",
+            {"table": table, "file": str(file)},
+        )
 
 
 def _value_sql(name: str, wanted: str, actual: str) -> str:
@@ -181,8 +205,9 @@ def _integer_sql(name: str, actual: str) -> str:
 
 
 def _rows_in(con: duckdb.DuckDBPyConnection, file: Path) -> int:
-    row = con.execute("SELECT count(*) FROM read_parquet(?)", [str(file)]).fetchone()
-    return int(row[0]) if row else 0
+    """A file's rows, from its footer."""
+    row = con.execute("SELECT sum(num_rows) FROM parquet_file_metadata(?)", [str(file)]).fetchone()
+    return int(row[0] or 0) if row else 0
 
 
 def _first_line(exc: BaseException) -> str:

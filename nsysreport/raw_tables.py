@@ -206,6 +206,14 @@ GPU_TABLES = (
 FILE_ROW = "file_row"
 
 
+# The NVTX rows a loader copies when it may leave out those that can play no role (the
+# nvtx_roleless macro, queries/load/nvtx_roleless.sql; $roles: Patterns.role_pattern()).
+ROLELESS_KEPT = (
+    "WHERE NOT coalesce("
+    'nvtx_roleless(eventType, "end", endGlobalTid, globalTid, textId, text, $roles), false)'
+)
+
+
 def create_raw_tables(con: duckdb.DuckDBPyConnection) -> None:
     """Every raw table, empty, with FILE_ROW and the columns the views read (absent ones stay
     empty), and the tables of rows the load could not type and of the file's table names."""

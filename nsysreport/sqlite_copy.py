@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.errors import TraceError
 from nsysreport.queries import run_loader
-from nsysreport.raw_tables import FILE_ROW, RAW_TABLES, create_raw_tables
+from nsysreport.raw_tables import FILE_ROW, RAW_TABLES, ROLELESS_KEPT, create_raw_tables
 from nsysreport.source_schema import SourceSchema
 from nsysreport.text_policy import register_text_functions
 from nsysreport.trace_file import immutable_uri, readable, unreadable_message
@@ -268,10 +268,6 @@ def _sql_string(text: str) -> str:
 
 
 # The scan's filter for NVTX_EVENTS: the rows that can play a role (nvtx_roleless.sql).
-ROLELESS_KEPT = (
-    "WHERE NOT coalesce("
-    'nvtx_roleless(eventType, "end", endGlobalTid, globalTid, textId, text, $roles), false)'
-)
 
 
 def _copy_with_scanner(

@@ -10,6 +10,8 @@ clocks).
 from nsysreport.synth.nsys_schema import VERSIONS
 from nsysreport.synth.trace import (
     GLOBAL_VID,
+    NCCL_ALL_REDUCE,
+    NCCL_COMM_INIT,
     ApiCall,
     Diagnostic,
     Gpu,
@@ -20,14 +22,18 @@ from nsysreport.synth.trace import (
     Memcpy,
     Memset,
     NvtxRange,
+    PayloadSchema,
     ProfilerOverhead,
     Scenario,
     kernel_names,
+    nccl_payload,
     write_trace,
 )
 
 __all__ = [
     "GLOBAL_VID",
+    "NCCL_ALL_REDUCE",
+    "NCCL_COMM_INIT",
     "VERSIONS",
     "ApiCall",
     "Diagnostic",
@@ -39,8 +45,10 @@ __all__ = [
     "Memcpy",
     "Memset",
     "NvtxRange",
+    "PayloadSchema",
     "ProfilerOverhead",
     "Scenario",
     "kernel_names",
+    "nccl_payload",
     "write_trace",
 ]

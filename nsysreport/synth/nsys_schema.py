@@ -249,6 +249,16 @@ _DIAGNOSTIC_EVENT = _columns(
     "severity INTEGER NOT NULL, text TEXT NOT NULL, globalPid INTEGER"
 )
 
+# NVTX extended-payload layouts, as the real 2026.2 exports in shared/traces hold them.
+NVTX_PAYLOAD_SCHEMAS = _columns(
+    "domainId INTEGER, schemaId INTEGER, name TEXT, type INTEGER, flags INTEGER,"
+    "numEntries INTEGER, payloadSize INTEGER, alignTo INTEGER"
+)
+NVTX_PAYLOAD_SCHEMA_ENTRIES = _columns(
+    "domainId INTEGER NOT NULL, schemaId INTEGER NOT NULL, idx INTEGER NOT NULL, flags INTEGER,"
+    "type INTEGER, name TEXT, description TEXT, arrayOrUnionDetail INTEGER, offset INTEGER"
+)
+
 # PROFILER_OVERHEAD as in the real exports (NSYS_SCHEMA.md): 2026.x replaced returnValue with
 # overheadType (ENUM_CUPTI_OVERHEAD_TYPE, 3: a CUPTI buffer flush).
 PROFILER_OVERHEAD = _columns(
@@ -351,6 +361,8 @@ VERSIONS: dict[str, VersionProfile] = {
                 "MPI_RANKS": MPI_RANKS,
                 "DIAGNOSTIC_EVENT": _DIAGNOSTIC_EVENT,
                 "PROFILER_OVERHEAD": PROFILER_OVERHEAD,
+                "NVTX_PAYLOAD_SCHEMAS": NVTX_PAYLOAD_SCHEMAS,
+                "NVTX_PAYLOAD_SCHEMA_ENTRIES": NVTX_PAYLOAD_SCHEMA_ENTRIES,
             }
         ),
         export_keys=_EXPORT_KEYS_2026,

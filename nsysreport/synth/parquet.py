@@ -48,6 +48,11 @@ def write_parquet_dir(sqlite_path: Path, folder: Path) -> Path:
 
 
 def _arrow_type(name: str, declared: str) -> pa.DataType:
+    if name == "binaryData":
+        # Raw bytes, declared TEXT in SQLite. nsys 2026 reportedly marks the Parquet column
+        # UTF-8 (nsys-ai); pyarrow cannot write invalid UTF-8 as a string, so the writer uses
+        # the binary type, and the reader takes either.
+        return pa.binary()
     kind = declared.upper()
     if "INT" in kind:
         return pa.uint64() if name in UNSIGNED else pa.int64()
@@ -59,7 +64,13 @@ def _arrow_type(name: str, declared: str) -> pa.DataType:
 def _typed(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """The batch in the export's types; a GlobalId's bits as unsigned (SQLite stores them
     signed, nsys writes them unsigned)."""
-    columns = [pc.cast(table.column(f.name), f.type, safe=f.type != pa.uint64()) for f in schema]
+    columns = []
+    for f in schema:
+        column = table.column(f.name)
+        if column.null_count == len(column):  # typed by ADBC from no value at all
+            columns.append(pa.nulls(len(column), f.type))
+        else:
+            columns.append(pc.cast(column, f.type, safe=f.type != pa.uint64()))
     return pa.Table.from_arrays(columns, schema=schema)
 
 

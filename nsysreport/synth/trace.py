@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import struct
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -148,6 +149,7 @@ class NvtxRange:
     event_type: int = 59
     end_tid: int | None = None
     payload: int | None = None
+    binary: bytes | None = None  # an extended payload (binaryData; see nccl_payload)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +172,46 @@ class GpuMetricSample:
     metric: str
     value: int
     device: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadSchema:
+    """An NVTX extended-payload schema (NVTX_PAYLOAD_SCHEMAS and its _ENTRIES rows): `entries`
+    are (NVTX entry type, name, offset) in index order; `domain_id` the registering domain's
+    id in its process (the first named domain of a process is 1)."""
+
+    schema_id: int
+    payload_size: int
+    entries: tuple[tuple[int, str, int], ...]
+    domain_id: int = 1
+
+
+# NCCL's schemas as a real export (nsys 2026.2, NCCL 2.27: shared/traces' mfu_2gpu_before)
+# lists them; the ids change between NCCL releases (docs/export-format.md).
+NCCL_COMM_INIT = PayloadSchema(
+    16777227,
+    24,
+    ((18, "NCCL communicator ID", 0), (5, "No. of ranks", 8), (5, "Rank", 12),
+     (5, "CUDA device", 16)),
+)  # fmt: skip
+NCCL_ALL_REDUCE = PayloadSchema(
+    16777221,
+    24,
+    ((18, "NCCL communicator ID", 0), (22, "Message size [bytes]", 8),
+     (16777232, "Reduction operation", 16)),
+)  # fmt: skip
+
+
+def nccl_payload(schema: PayloadSchema, values: Mapping[str, int], domain_id: int = 1) -> bytes:
+    """The binaryData of one NCCL range: the 32-byte header (domain, schema id, payload size,
+    offset of the payload) and NCCL's struct, each named entry at its offset."""
+    body = bytearray(schema.payload_size)
+    for kind, name, offset in schema.entries:
+        if name in values:
+            fmt = "<Q" if kind in (18, 22) else "<i"
+            struct.pack_into(fmt, body, offset, values[name])
+    header = struct.pack("<QQQQ", domain_id, schema.schema_id, schema.payload_size, 32)
+    return header + bytes(body)
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +266,7 @@ class Scenario:
     mpi_ranks: Mapping[int, int] = field(default_factory=dict)
     diagnostics: Iterable[Diagnostic] = ()  # schema 3.x profiles only
     overheads: Iterable[ProfilerOverhead] = ()  # 2022.2 and later profiles
+    payload_schemas: Sequence[PayloadSchema] = ()  # 2026.2 profile only
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).
     utc_at_zero_ns: int | None = None
@@ -488,6 +531,19 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
             )
             for d in diagnostics
         ]
+    if scenario.payload_schemas:
+        if "NVTX_PAYLOAD_SCHEMAS" not in profile.tables:
+            raise ValueError(f"the nsys {profile.nsys_version} profile writes no payload schemas")
+        rows["NVTX_PAYLOAD_SCHEMAS"] = [
+            (p.domain_id, p.schema_id, None, 1, None, len(p.entries), p.payload_size, None)
+            for p in scenario.payload_schemas
+        ]
+        # The first entry's offset is NULL (meaning 0), as in the real export.
+        rows["NVTX_PAYLOAD_SCHEMA_ENTRIES"] = [
+            (p.domain_id, p.schema_id, idx, None, kind, name, None, None, offset or None)
+            for p in scenario.payload_schemas
+            for idx, (kind, name, offset) in enumerate(p.entries)
+        ]
     overheads = list(scenario.overheads)
     if overheads:
         if "PROFILER_OVERHEAD" not in profile.tables:
@@ -723,7 +779,7 @@ def _nvtx_rows(ranges: list[NvtxRange], strings: dict[str, int]) -> Iterator[Row
         end_gtid = None if r.end_tid is None else gpid | r.end_tid
         yield (
             r.start, r.end, r.event_type, range_id, None, None, text, gtid, end_gtid, text_id,
-            domain_id, r.payload, None, None, None, None, None, None, None, None,
+            domain_id, r.payload, None, None, None, None, None, None, None, r.binary,
         )  # fmt: skip
 
 

@@ -3,7 +3,9 @@
 -- A channel is collective.channel: the process group the trace names at the kernel, else the
 -- kernel's stream. A communicator is the set of channels, one per member GPU, that run the
 -- same collectives. Where the trace names the process group (a PyTorch profiler trace), the
--- channels of that name are one communicator (comm_source `trace metadata`). Otherwise a
+-- channels of that name are one communicator (comm_source `trace metadata`); likewise where
+-- NCCL's payloads name the communicator (commHash, the same on every rank: `nccl payload`).
+-- Otherwise a
 -- channel's communicator is found from its instances (comm_match: the channels on other GPUs
 -- whose instances end with its own; comm_source `matched instances`). A channel that matches no other (one GPU in the file, or
 -- a capture that cut its instances apart) is a communicator of its own, known only by its
@@ -25,7 +27,7 @@
 --   device_id      BIGINT    nsys GPU id
 --   channel        VARCHAR   collective.channel
 --   communicator   VARCHAR   the communicator's id in this trace (above)
---   comm_source    VARCHAR   trace metadata, matched instances or stream
+--   comm_source    VARCHAR   trace metadata, nccl payload, matched instances or stream
 --   member_gpus    BIGINT    the communicator's GPUs in this trace (1: only this one)
 --   members        VARCHAR   those GPUs as pid:device_id, comma-separated, in order
 --   comm_ranks     VARCHAR   the process group's global ranks as recorded ("0,1"), else NULL
@@ -35,13 +37,17 @@
 CREATE TABLE comm_channel AS
 WITH channels AS (
     SELECT pid, device_id, channel,
-        CASE WHEN channel LIKE 'process group %' THEN channel[15:] END AS comm_group,
+        CASE WHEN channel LIKE 'process group %' THEN channel[15:]
+            WHEN channel LIKE 'NCCL communicator %' THEN channel END AS comm_group,
+        CASE WHEN channel LIKE 'NCCL communicator %' THEN 'nccl payload'
+            ELSE 'trace metadata' END AS named_by,
         any_value(comm_ranks) AS comm_ranks, any_value(comm_desc) AS comm_desc,
         -- the size its most trusted kernels carry (the trace's own record first)
         arg_max(group_size, (trust, group_size)) AS group_size,
         arg_max(group_source, (trust, group_size)) AS group_source
     FROM (
-        SELECT *, CASE WHEN group_source LIKE 'torch%' THEN 3 WHEN group_source = 'world_size'
+        SELECT *, CASE WHEN group_source LIKE 'torch%' OR group_source = 'nccl_payload' THEN 3
+            WHEN group_source = 'world_size'
             THEN 2 WHEN group_source IS NOT NULL THEN 1 ELSE 0 END AS trust
         FROM collective
     )
@@ -57,7 +63,7 @@ named AS (
 SELECT c.pid, c.device_id, c.channel,
     CASE WHEN c.comm_group IS NOT NULL THEN c.channel
         ELSE c.channel || ' @ ' || m.members END AS communicator,
-    CASE WHEN c.comm_group IS NOT NULL THEN 'trace metadata'
+    CASE WHEN c.comm_group IS NOT NULL THEN c.named_by
         WHEN m.member_gpus > 1 THEN 'matched instances'
         ELSE 'stream' END AS comm_source,
     coalesce(n.member_gpus, m.member_gpus) AS member_gpus,

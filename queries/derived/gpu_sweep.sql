@@ -30,11 +30,11 @@
 --   start_ns         BIGINT    segment start
 --   end_ns           BIGINT    segment end
 --   packed           BIGINT    activities running, by class, in 10-bit fields: compute, gemm,
---                              attention, comm, memcpy, graph (lowest first); bit 60: a
---                              profiler overhead window is open
+--                              attention, comm, memcpy, graph (lowest first); bit 60 set:
+--                              (a profiler overhead window is open)
 --   before_key       BIGINT    activity whose event opens the segment: activity_id * 4 +
---                              source (0 kernel, 1 memcpy, 2 memset, 3 graph); negative: a
---                              profiler overhead window
+--                              source (0 kernel, 1 memcpy, 2 memset, 3 graph); negative:
+--                              (a profiler overhead window)
 --   after_key        BIGINT    activity whose event closes the segment, encoded the same way
 CREATE TABLE gpu_sweep AS
 WITH timed AS (
@@ -70,7 +70,7 @@ overhead_rows AS (
 ),
 overhead_numbered AS (
     SELECT pid, start, "end",
-        sum(opens) OVER (PARTITION BY pid ORDER BY start, "end" ROWS UNBOUNDED PRECEDING)
+        (sum(opens) OVER (PARTITION BY pid ORDER BY start, "end" ROWS UNBOUNDED PRECEDING))::BIGINT
             AS window_no
     FROM overhead_rows
 ),

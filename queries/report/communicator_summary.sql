@@ -18,7 +18,7 @@
 --   device_id      BIGINT    nsys GPU id
 --   channel        VARCHAR   collective.channel
 --   communicator   VARCHAR   comm_channel.communicator
---   comm_source    VARCHAR   trace metadata, matched instances or stream
+--   comm_source    VARCHAR   trace metadata, nccl payload, matched instances or stream
 --   member_gpus    BIGINT    the communicator's GPUs in this trace
 --   members        VARCHAR   those GPUs as pid:device_id, comma-separated
 --   comm_ranks     VARCHAR   the process group's global ranks as recorded, else NULL
