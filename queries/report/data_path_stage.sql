@@ -48,15 +48,33 @@ stats AS (
         count(DISTINCT bytes) AS sizes,
         min(bytes) AS min_bytes,
         max(bytes) AS max_bytes,
-        -- NULL, not NaN, when the sizes do not vary: there is no line to fit
-        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
-            THEN regr_intercept(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_alpha_ns,
-        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
-            THEN regr_slope(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_ns_per_byte,
-        CASE WHEN count(DISTINCT bytes) FILTER (duration_ns > 0) > 1
-            THEN regr_r2(duration_ns, bytes) FILTER (duration_ns > 0) END AS fit_r2
+        count(DISTINCT bytes) FILTER (duration_ns > 0) AS fit_sizes,
+        -- The least-squares sums, exact (HUGEINT): DuckDB's regr_* sum doubles in whatever
+        -- order its threads meet the rows, so their last digits changed from one load to the
+        -- next (a Parquet and a SQLite load of one capture disagreed in the 15th digit).
+        count(bytes) FILTER (duration_ns > 0)::HUGEINT AS n,
+        sum(bytes::HUGEINT) FILTER (duration_ns > 0) AS sx,
+        sum(duration_ns::HUGEINT) FILTER (duration_ns > 0 AND bytes IS NOT NULL) AS sy,
+        sum(bytes::HUGEINT * duration_ns) FILTER (duration_ns > 0) AS sxy,
+        sum(bytes::HUGEINT * bytes) FILTER (duration_ns > 0) AS sxx,
+        sum(duration_ns::HUGEINT * duration_ns) FILTER (duration_ns > 0 AND bytes IS NOT NULL)
+            AS syy
     FROM calls
     GROUP BY pid, device_id, kind, stage
+),
+fitted AS (
+    -- NULL, not NaN, when the sizes do not vary: there is no line to fit. With
+    -- dx = n·Σx² − (Σx)², dy = n·Σy² − (Σy)², c = n·Σxy − Σx·Σy (all exact):
+    -- slope = c / dx, intercept = (Σy·Σx² − Σx·Σxy) / dx, r² = c² / (dx·dy) (1 when dy = 0).
+    SELECT *,
+        CASE WHEN fit_sizes > 1 THEN (sy * sxx - sx * sxy)::DOUBLE / (n * sxx - sx * sx)::DOUBLE
+            END AS fit_alpha_ns,
+        CASE WHEN fit_sizes > 1 THEN (n * sxy - sx * sy)::DOUBLE / (n * sxx - sx * sx)::DOUBLE
+            END AS fit_ns_per_byte,
+        CASE WHEN fit_sizes > 1 AND n * syy - sy * sy = 0 THEN 1.0
+            WHEN fit_sizes > 1 THEN ((n * sxy - sx * sy)::DOUBLE / (n * sxx - sx * sx)::DOUBLE)
+                * ((n * sxy - sx * sy)::DOUBLE / (n * syy - sy * sy)::DOUBLE) END AS fit_r2
+    FROM stats
 ),
 exposed AS (
     SELECT pid, device_id, CASE grouping WHEN 'copy' THEN 'copy' ELSE 'collective' END AS kind,
@@ -68,7 +86,7 @@ exposed AS (
 SELECT s.pid, s.device_id, s.kind, s.stage, s.count, s.sized, s.bytes, s.time_ns, s.timed_ns,
     coalesce(e.exposed_ns, 0)::BIGINT AS exposed_ns,
     s.sizes, s.min_bytes, s.max_bytes, s.fit_alpha_ns, s.fit_ns_per_byte, s.fit_r2
-FROM stats AS s
+FROM fitted AS s
 LEFT JOIN exposed AS e
     ON e.pid = s.pid AND e.device_id = s.device_id AND e.kind = s.kind AND e.stage = s.stage
 ORDER BY s.pid, s.device_id, s.kind DESC, s.time_ns DESC, s.stage
