@@ -48,6 +48,11 @@ class CaptureFacts:
     graph_kernels: int
     graph_kernels_no_origin: int
     gpu_metrics: bool  # the export holds GPU metric samples
+    # graph launches whose kernels the trace records, and those kernels' summed durations
+    # against all kernels' (0 in reports written before these were counted)
+    graph_replays: int = 0
+    graph_kernel_ns: int = 0
+    kernel_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +210,21 @@ def _hints(f: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> lis
                 RECAPTURE,
             )
         )
-    if f.graph_kernels_no_origin:
+    if f.graph_kernels_no_origin and kineto:
+        share = fmt_pct(100 * f.graph_kernel_ns / f.kernel_ns if f.kernel_ns else None)
+        per = f.graph_kernels / f.graph_replays if f.graph_replays else 0
+        hints.append(
+            CaptureHint(
+                "graph_nodes",
+                f"{fmt_count(f.graph_kernels)} kernels were replayed by "
+                f"{fmt_count(f.graph_replays)} CUDA/HIP graph launches ({per:.0f} per replay, "
+                f"{share} of kernel time); the profiler records no graph capture, so their layer "
+                "follows the graph launch call, not the module that captured them",
+                "profile a few steps without graphs for per-layer numbers (vLLM --enforce-eager, "
+                "SGLang --disable-cuda-graph, torch.compile without mode='reduce-overhead')",
+            )
+        )
+    elif f.graph_kernels_no_origin:
         hints.append(
             CaptureHint(
                 "graph_nodes",

@@ -26,6 +26,10 @@
 --   graph_launches           BIGINT    CUDA graph launches traced as a whole
 --   graph_kernels            BIGINT    kernels replayed from a CUDA graph (node-level tracing)
 --   graph_kernels_no_origin  BIGINT    of those, kernels whose node creation is not in the trace
+--   graph_replays            BIGINT    graph launches whose kernels the trace records
+--                                      (one correlation id each)
+--   graph_kernel_ns          BIGINT    Σ durations of the kernels replayed from graphs
+--   kernel_ns                BIGINT    Σ durations of all kernels
 --   gpu_metrics              BOOLEAN   the file holds GPU metric samples
 SELECT
     a.activities,
@@ -54,6 +58,11 @@ SELECT
         WHERE (k.graph_node_id IS NOT NULL OR k.graph_id IS NOT NULL)
             AND k.kernel_id NOT IN (SELECT kernel_id FROM graph_node_origin))
         AS graph_kernels_no_origin,
+    (SELECT count(DISTINCT (global_pid, correlation_id)) FROM kernel
+        WHERE graph_node_id IS NOT NULL OR graph_id IS NOT NULL) AS graph_replays,
+    (SELECT coalesce(sum(greatest(end_ns - start_ns, 0)), 0)::BIGINT FROM kernel
+        WHERE graph_node_id IS NOT NULL OR graph_id IS NOT NULL) AS graph_kernel_ns,
+    (SELECT coalesce(sum(greatest(end_ns - start_ns, 0)), 0)::BIGINT FROM kernel) AS kernel_ns,
     EXISTS (SELECT 1 FROM source_table WHERE name IN ('GPU_METRICS', 'TARGET_INFO_GPU_METRICS'))
         AS gpu_metrics
 FROM (SELECT count(*) AS activities FROM activity) AS a
