@@ -74,6 +74,9 @@ def main() -> None:
     parser.add_argument("--kernels", type=int, default=5_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trace", type=Path, help="an existing SQLite export to use instead")
+    parser.add_argument(
+        "--steps", default="copy,open", help="which to time: copy, open or both (default)"
+    )
     args = parser.parse_args()
     from nsysreport.synth.parquet import write_parquet_dir
 
@@ -90,7 +93,7 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {}
     for _ in range(args.repeat):
         runs.setdefault("floor", []).append({"s": floor(sqlite), "rss_mb": 0.0})
-        for step in ("copy", "open"):
+        for step in args.steps.split(","):
             for name, path in (("sqlite", sqlite), ("parquet", folder)):
                 runs.setdefault(f"{step} {name}", []).append(child(path, step))
     base = statistics.median(r["s"] for r in runs.pop("floor"))
@@ -102,7 +105,7 @@ def main() -> None:
             f"  {name:<16} median {medians[name]:6.2f} s  x{medians[name] / base:5.1f} floor  "
             f"peak RSS {rss:5.0f} MB"
         )
-    for step in ("copy", "open"):
+    for step in args.steps.split(","):
         ratio = medians[f"{step} parquet"] / medians[f"{step} sqlite"]
         print(f"  {step}: Parquet / SQLite x{ratio:.2f}")
 
