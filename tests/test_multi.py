@@ -353,7 +353,7 @@ def test_bad_inputs_among_several_get_one_line(run: dict[str, Any], tmp_path: Pa
     }
     empty = tmp_path / "empty"
     empty.mkdir()
-    cases[(str(empty),)] = "is a directory with no .sqlite or .json(.gz) traces"
+    cases[(str(empty),)] = "is a directory with no .sqlite, .json(.gz) or Parquet-export traces"
     for args, message in cases.items():
         result = runner.invoke(app, ["report", *args, "--jobs", "1"])
         assert result.exit_code in (1, 2), result.output
