@@ -31,6 +31,7 @@ from nsysreport.sections.communicators import (
     role_summaries,
     with_roles,
 )
+from nsysreport.sections.critical_path import CriticalPath
 from nsysreport.sections.data_path import (
     DataPathRow,
     NarrowestStage,
@@ -116,6 +117,7 @@ class Report:
     communicators: tuple[CommunicatorReport, ...] = ()  # per GPU and communicator, with role
     communicator_steps: tuple[CommunicatorStep, ...] = ()  # per GPU, step and communicator
     communicator_layers: tuple[CommunicatorLayer, ...] = ()  # per GPU, layer and communicator
+    critical_path: CriticalPath | None = None  # one file: what set the median step's length
 
     @property
     def roles(self) -> tuple[RoleSummary, ...]:
@@ -221,6 +223,11 @@ class Report:
                 ("communicator_layers", tuple[CommunicatorLayer, ...]),
             )
         }
+        path = (
+            r.field(data, "", "critical_path", CriticalPath | None)
+            if "critical_path" in data
+            else None
+        )
         r.done()
         traces, layers = fields["traces"], fields["layers"]
         file = Path(traces[0].path).name if len(traces) == 1 else None
@@ -232,6 +239,7 @@ class Report:
             clocks=clocks,
             quality=_quality(skipped, notes, file, r) if ledger is None else ledger,
             **gpu_metrics,
+            critical_path=path,
         )
 
 
@@ -395,6 +403,7 @@ JSON_SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[[Report], Any]], ...] 
         ("communicators", "communicator_steps", "steps", "gpus"),
         lambda report: plain(report.roles),
     ),
+    ("critical_path", ("critical_path",), _rows("critical_path")),
 )
 
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport import __version__
 from nsysreport.align import FileClock
+from nsysreport.critical_path import critical_path
 from nsysreport.database import connect
 from nsysreport.file_frames import FileFrames, activity_middle, file_frames
 from nsysreport.model import Report, has_layers
@@ -40,6 +41,7 @@ from nsysreport.sections.communicators import (
     role_summaries,
     with_roles,
 )
+from nsysreport.sections.critical_path import CriticalPath, build_critical_path
 from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
 from nsysreport.sections.gpu_metrics import build_gpu_metrics
@@ -80,7 +82,23 @@ def build_report(
     ranks = own_ranks(part.name, part.frames["gpu_rank"])
     report = build([part], ranks, top, facts or Facts(), job=_own_tables(con, part.name))
     timeline = _own_timeline(con, part.name, part.middle, ranks, timeline_step, timeline_range)
-    return replace(report, timeline=timeline)
+    return replace(report, timeline=timeline, critical_path=_own_critical_path(con, ranks))
+
+
+def _own_critical_path(con: duckdb.DuckDBPyConnection, ranks: Ranks) -> CriticalPath | None:
+    """The critical path of the trace loaded in `con` through the window the timeline draws by
+    default, whatever the display options: the median step, else the middle of the trace. A
+    report of several files has none yet: its path would cross files at their collectives."""
+    spans = run_query(con, "step_span").to_dicts()
+    middle = activity_middle(con, not spans)
+    if middle is None:
+        return None
+    basis, step, lo, hi = choose_window(spans, middle, None, None, None)
+    path = critical_path(con, lo, hi)
+    if path is None:
+        return None
+    rank = {(pid, dev): r for (_, pid, dev), (r, _) in ranks.items()}
+    return build_critical_path(path, rank, basis, step)
 
 
 def own_ranks(file: str, gpu_rank: pl.DataFrame) -> dict[GpuKey, tuple[int, str]]:

@@ -8,12 +8,13 @@
 -- Reads: launch
 --
 -- Columns:
+--   launch_id    BIGINT    the call's launch_id
 --   global_tid   BIGINT    nsys global thread id
 --   start_ns     BIGINT    call start
 --   end_ns       BIGINT    call end
 --   name         VARCHAR   API name without version suffix
 CREATE VIEW sync_call AS
-SELECT global_tid, start_ns, end_ns, name
+SELECT launch_id, global_tid, start_ns, end_ns, name
 FROM launch
 WHERE name IN (
     'cudaDeviceSynchronize', 'cudaStreamSynchronize', 'cudaEventSynchronize',
