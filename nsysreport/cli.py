@@ -336,6 +336,9 @@ def gate(
                              layer_exposed_comm_ns[NAME] gates the layer NAME
       exposed_comm_ns        worst GPU's exposed_comm_ns
       idle_ns                worst GPU's idle_ns
+      critical_path_pct      the critical path's host-side time as % of the median step;
+                             critical_path_pct[CAUSE] gates one cause (compute, ...)
+      critical_path_wait_ns  the longest wait for a rank at a collective on the path
     """
 
     def work() -> GateResult:

@@ -8,6 +8,7 @@ import statistics
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from nsysreport.critical_path import CAUSES, HOST_CAUSES
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.sections.gpu_breakdown import GpuReport
@@ -190,6 +191,40 @@ def _gap_p99(report: Report, _: str | None) -> Measure:
     return _per_gpu_value(lambda g: g.gaps.p99_ns, max, "")(report, None)
 
 
+# critical_path_pct's default: the causes where the path's GPU waited (for the host, a launch, a
+# synchronisation or another stream), together.
+HOST_SIDE = "host_side"
+
+
+def _critical_path_share(report: Report, cause: str | None) -> Measure:
+    """The critical path's time on `cause` (default: every host-side cause) as % of its
+    window (the median step, else the middle of the trace)."""
+    path = report.critical_path
+    chosen = cause or HOST_SIDE
+    if chosen != HOST_SIDE and chosen not in CAUSES:
+        raise OptionError(
+            f"critical_path_pct[{chosen}]: no such cause; the causes: {HOST_SIDE}, "
+            + ", ".join(CAUSES)
+        )
+    if path is None:
+        return Measure(None, note="no critical path (a report of several files, or no GPU work)")
+    wanted = HOST_CAUSES if chosen == HOST_SIDE else (chosen,)
+    ns = sum(c.ns for c in path.causes if c.cause in wanted)
+    window = f"{path.basis} {path.step}" if path.step else path.basis
+    return Measure(100.0 * ns / path.length_ns, None, f"{chosen}, {window}")
+
+
+def _critical_path_wait(report: Report, _: str | None) -> Measure:
+    """The longest wait for a rank at a collective on the critical path."""
+    path = report.critical_path
+    if path is None:
+        return Measure(None, note="no critical path (a report of several files, or no GPU work)")
+    if not path.waits:
+        return Measure(0.0, None, "no collective on the path waited for a rank")
+    w = path.longest_waits[0]
+    return Measure(float(w.wait_ns), None, f"rank {w.last_rank} at {w.op} #{w.ordinal}")
+
+
 def _overlap(g: GpuReport) -> float | None:
     return g.overlap_pct
 
@@ -294,6 +329,23 @@ METRICS: dict[str, Metric] = {
             "largest idle_ns of any GPU (whole trace)",
             _per_gpu_value(_idle, max, "no GPU activity"),
         ),
+        Metric(
+            "critical_path_pct",
+            "pct",
+            True,
+            "the critical path's host-side causes (launch latency, CUDA API, synchronisation, "
+            "host, GPU waiting, untraced) as % of its window (the median step); "
+            "critical_path_pct[CAUSE] gates one cause",
+            _critical_path_share,
+            selector=True,
+        ),
+        Metric(
+            "critical_path_wait_ns",
+            "ns",
+            True,
+            "the longest wait for a rank at a collective on the critical path",
+            _critical_path_wait,
+        ),
     )
 }
 
@@ -303,7 +355,9 @@ def metric_of(name: str) -> tuple[Metric, str | None]:
     match = re.fullmatch(r"(\w+)(?:\[(.+)\])?", name.strip())
     metric = METRICS.get(match.group(1)) if match else None
     if match is None or metric is None:
-        valid = ", ".join(METRICS) + ", layer_exposed_comm_ns[LAYER], exposed_comm_pct[ROLE]"
+        valid = ", ".join(METRICS) + (
+            ", layer_exposed_comm_ns[LAYER], exposed_comm_pct[ROLE], critical_path_pct[CAUSE]"
+        )
         raise OptionError(f"unknown metric {name!r}; valid metrics: {valid}")
     if match.group(2) is not None and not metric.selector:
         raise OptionError(f"metric {metric.name!r} takes no [selector]")

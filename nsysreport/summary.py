@@ -103,6 +103,10 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     narrow = report.narrowest_stage
     if narrow is not None:
         console.print(f"[bold]Data path:[/] {narrow.summary}", soft_wrap=True)
+    critical = report.critical_path
+    if critical is not None:
+        drill = f" {critical.drill_down}" if critical.drill_down else ""
+        console.print(f"[bold]Critical path:[/] {critical.summary}{drill}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
 

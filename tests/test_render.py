@@ -51,6 +51,7 @@ SECTION_TITLES = (
 MAIN_SECTIONS = (
     "Where each GPU's time goes",
     "Timeline",
+    "Critical path",
     "Steps",
     "Layers",
     "Collectives and stragglers",

@@ -54,6 +54,10 @@ class PathItem:
     ns: int
     pct: float | None
 
+    @property
+    def text(self) -> str:
+        return what_text(self.cause, self.what, self.layer, quoted=False)
+
 
 @dataclass(frozen=True, slots=True)
 class PathRank:
@@ -87,6 +91,12 @@ class PathWait:
     doing_layer: str | None
     doing_ns: int
 
+    @property
+    def doing_text(self) -> str:
+        if not self.doing_ns:
+            return "–"
+        return what_text(self.doing_cause, self.doing, self.doing_layer, quoted=False)
+
 
 @dataclass(frozen=True, slots=True)
 class CriticalPath:
@@ -104,6 +114,12 @@ class CriticalPath:
     waits: tuple[PathWait, ...]  # the latest first, as walked
     summary: str
     drill_down: str | None  # the costliest crossing, in a sentence
+
+    @property
+    def longest_waits(self) -> tuple[PathWait, ...]:
+        """The waits the report's table lists: the longest first."""
+        ranked = sorted(self.waits, key=lambda w: (-w.wait_ns, w.op, w.ordinal))
+        return tuple(ranked[:TOP_ITEMS])
 
     def share(self, cause: str) -> float | None:
         """`cause`'s % of the window."""
@@ -211,17 +227,17 @@ def _wait(path: Walk, j: Join, ranks: Mapping[GpuKey, int]) -> PathWait:
     )
 
 
-def what_text(cause: str | None, what: str | None, layer: str | None) -> str:
+def what_text(cause: str | None, what: str | None, layer: str | None, quoted: bool = True) -> str:
     """A thing on the path as the report names it: a kernel by its short name, an API call or
-    NVTX range by its text, and where nothing was traced, the cause itself."""
+    NVTX range by its text (`quoted`: in backticks, for a sentence), and where nothing was
+    traced, the cause itself."""
     if what is None:
-        return (
-            CAUSE_LABELS.get(cause or "", "untraced") if cause != "host" else "untraced host code"
-        )
-    if cause == "host":
-        return f"host code in `{what}`"
+        return "untraced host code" if cause == "host" else CAUSE_LABELS.get(cause or "", "?")
     name = short_kernel_name(what) if cause in GPU_CAUSES else what
-    return f"`{name}`" + (f" ({layer})" if layer else "")
+    name = f"`{name}`" if quoted else name
+    if cause == "host":
+        return f"host code in {name}"
+    return name + (f" ({layer})" if layer else "")
 
 
 def _summary(
@@ -232,10 +248,10 @@ def _summary(
     length: int,
 ) -> str:
     """One line: the window, its three largest causes and the rank the path was on most."""
-    where = f"{basis} {step}" if step else basis
+    where = f"{step}, " if step else ""
     top = sorted((c for c in causes if c.ns), key=lambda c: (-c.ns, CAUSES.index(c.cause)))[:3]
     parts = ", ".join(f"{c.label} {fmt_pct(c.pct)}" for c in top)
-    text = f"Critical path of the {where} ({fmt_ns(length)}): {parts}"
+    text = f"{basis.capitalize()} ({where}{fmt_ns(length)}): {parts}"
     if len(ranks) > 1:
         most = max(ranks, key=lambda r: (r.on_path_ns, -r.rank))
         text += f"; {fmt_pct(most.on_path_pct)} of it on rank {most.rank}"

@@ -1,0 +1,218 @@
+"""The critical path (#36): what set the window's length, walked back from its last activity
+to the predecessor ready last, across streams, host threads and ranks (docs/metrics.md
+"Critical path"). Every scenario's numbers are worked out by hand in its docstring; on every
+scenario and real trace the causes add up to the window exactly.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nsysreport.load import open_trace
+from nsysreport.model import Report, as_json
+from nsysreport.report_builder import build_report
+from nsysreport.synth import ApiCall, GraphLaunch, Kernel, NvtxRange, Scenario, write_trace
+
+from conftest import SHARED_TRACES, real_trace
+
+GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
+LONG_GEMM = "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
+COPY = "void at::native::elementwise_kernel<128, 4>(int)"
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096>)"
+
+
+def report_of(tmp_path: Path, scenario: Scenario) -> Report:
+    path = write_trace(scenario, tmp_path / "trace.sqlite")
+    return build_report(open_trace(path), path)
+
+
+def causes(report: Report) -> dict[str, int]:
+    path = report.critical_path
+    assert path is not None
+    assert sum(c.ns for c in path.causes) == path.length_ns  # exactly, on every scenario
+    return {c.cause: c.ns for c in path.causes if c.ns}
+
+
+def test_the_path_switches_streams_at_an_event_wait(tmp_path: Path) -> None:
+    """Stream 7 runs a GEMM [100, 1100); stream 8's copy kernel [1150, 1650) waits for it (an
+    event), and stream 7's next GEMM [1700, 2000) waits for the copy. All three were launched
+    long before (10-60). The step's GPU window is [100, 2000): the path is GEMM 300 <- wait 50
+    <- copy kernel 500 (stream 8) <- wait 50 <- GEMM 1000: compute 1800 + GPU waiting 100."""
+    kernels = [
+        Kernel(100, 1_100, GEMM, launch=(10, 20)),
+        Kernel(1_150, 1_650, COPY, stream=8, launch=(30, 40)),
+        Kernel(1_700, 2_000, GEMM, launch=(50, 60)),
+    ]
+    report = report_of(tmp_path, Scenario(kernels=kernels, nvtx=[NvtxRange(0, 2_100, "step 1")]))
+    assert causes(report) == {"compute": 1_800, "gpu_wait": 100}
+    path = report.critical_path
+    assert path is not None
+    assert (path.basis, path.step, path.start_ns, path.end_ns) == (
+        "median step",
+        "step 1",
+        100,
+        2_000,
+    )
+    # The copy kernel on stream 8 is on the path; each wait is named by the kernel that waited.
+    assert {(i.cause, i.what, i.ns) for i in path.items} == {
+        ("compute", GEMM, 1_300),
+        ("compute", COPY, 500),
+        ("gpu_wait", COPY, 50),
+        ("gpu_wait", GEMM, 50),
+    }
+
+
+def test_a_launch_bound_step_is_api_calls_host_time_and_launch_latency(tmp_path: Path) -> None:
+    """One thread launches three 50 ns kernels with 800 ns calls, 200 ns apart: call i is
+    [1000 i, 1000 i + 800), kernel i [1000 i + 850, 1000 i + 900). The GPU window is [850,
+    2900). Path: kernel 3 (50) <- launch latency [2800, 2850) <- call 3 (800) <- host
+    [1800, 2000) <- call 2 (800) <- host [850, 1000), cut at the window's start: compute 50,
+    launch latency 50, CUDA API 1600, host 350."""
+    kernels = [
+        Kernel(1_000 * i + 850, 1_000 * i + 900, GEMM, launch=(1_000 * i, 1_000 * i + 800))
+        for i in range(3)
+    ]
+    report = report_of(tmp_path, Scenario(kernels=kernels, nvtx=[NvtxRange(-10, 3_000, "step 1")]))
+    assert causes(report) == {"compute": 50, "launch_latency": 50, "cuda_api": 1_600, "host": 350}
+    path = report.critical_path
+    assert path is not None and path.length_ns == 2_050
+    (rank,) = path.ranks
+    # The GPU is idle 2050 - 150 = 1900 in the window; the path's host side covers 2000 of
+    # the window, of which the GPU was busy 100 (kernels 1 and 2): 1900, so no slack.
+    assert (rank.idle_ns, rank.slack_ns) == (1_900, 0)
+    assert "cuda_api" in {i.cause for i in path.items}
+
+
+def test_the_path_crosses_to_the_rank_a_collective_waited_for_and_names_its_gemm(
+    tmp_path: Path,
+) -> None:
+    """Three ranks: ranks 0 and 1 run a GEMM [0, 1000) then the all-reduce from 1000; rank 2's
+    GEMM runs [0, 2000), so its all-reduce starts at 2000; all end at 2500. Then a kernel
+    [2500, 2600), rank 0's longer, to 2700. Path: rank 0's kernel 200 <- the transfer [2000,
+    2500) on rank 0 <- crosses to rank 2 at 2000 <- rank 2's GEMM [0, 2000): compute 2200,
+    communication 500. Rank 2 arrived 1000 ns late; it was in its GEMM all that time."""
+    kernels = []
+    for rank, pid in enumerate((100, 101, 102)):
+        gemm_end = 2_000 if rank == 2 else 1_000
+        tail_end = 2_700 if rank == 0 else 2_600
+        kernels += [
+            Kernel(0, gemm_end, LONG_GEMM if rank == 2 else GEMM, device=rank, pid=pid),
+            Kernel(gemm_end, 2_500, ALL_REDUCE, device=rank, pid=pid, stream=9),
+            Kernel(2_500, tail_end, COPY, device=rank, pid=pid),
+        ]
+    nvtx = [NvtxRange(-100, 2_800, "step 1", pid=pid) for pid in (100, 101, 102)]
+    report = report_of(tmp_path, Scenario(kernels=kernels, nvtx=nvtx))
+    assert causes(report) == {"compute": 2_200, "communication": 500}
+    path = report.critical_path
+    assert path is not None
+    assert path.end_rank == 0
+    assert [(r.rank, r.on_path_ns, r.idle_ns, r.slack_ns) for r in path.ranks] == [
+        (0, 700, 0, 0),
+        (1, 0, 100, 100),
+        (2, 2_000, 100, 100),
+    ]
+    (wait,) = path.waits
+    assert (wait.op, wait.ordinal, wait.path_rank, wait.last_rank, wait.crossed) == (
+        "AllReduce",
+        1,
+        0,
+        2,
+        True,
+    )
+    assert (wait.wait_ns, wait.doing, wait.doing_ns) == (1_000, LONG_GEMM, 1_000)
+    assert path.drill_down == (
+        "Rank 2 arrived 1 µs late at AllReduce #1; before it, rank 2 was in "
+        "`nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNT` for 1 µs."
+    )
+
+
+def test_a_graph_replay_follows_its_launch(tmp_path: Path) -> None:
+    """A kernel [0, 100) launched at (-50, -40); the same thread then calls cudaGraphLaunch
+    [100, 150), whose two kernels replay [300, 500) and [500, 800) on the same stream. Path:
+    node 2 (300) <- node 1 (200) <- launch latency [150, 300) <- cudaGraphLaunch [100, 150)
+    <- the thread's time since its last call [-40, 100), cut at 0: compute 500, launch latency
+    150, CUDA API 50, host 100."""
+    nodes = [
+        Kernel(300, 500, GEMM, graph_node_id=1),
+        Kernel(500, 800, COPY, graph_node_id=2),
+    ]
+    scenario = Scenario(
+        kernels=[Kernel(0, 100, GEMM, launch=(-50, -40))],
+        graph_launches=[GraphLaunch(300, 800, launch=(100, 150), kernels=nodes)],
+        nvtx=[NvtxRange(-100, 900, "step 1")],
+    )
+    report = report_of(tmp_path, scenario)
+    assert causes(report) == {"compute": 500, "launch_latency": 150, "cuda_api": 50, "host": 100}
+    path = report.critical_path
+    assert path is not None
+    assert ("cuda_api", "cudaGraphLaunch") in {(i.cause, i.what) for i in path.items}
+
+
+def test_a_host_sync_puts_the_gpu_work_it_waited_for_on_the_path(tmp_path: Path) -> None:
+    """A GEMM [0, 1000) launched at (-20, -10); the thread calls cudaDeviceSynchronize
+    [100, 1050), which returns 50 after the GEMM ends, then launches a kernel (1100, 1150)
+    that runs [1200, 1300). Path: kernel 100 <- launch latency 50 <- its call 50 <- host 50
+    <- synchronisation [1000, 1050) <- the GEMM [0, 1000): compute 1100, launch latency 50,
+    CUDA API 50, host 50, synchronisation 50."""
+    scenario = Scenario(
+        kernels=[
+            Kernel(0, 1_000, GEMM, launch=(-20, -10)),
+            Kernel(1_200, 1_300, COPY, launch=(1_100, 1_150)),
+        ],
+        api_calls=[ApiCall(100, 1_050, "cudaDeviceSynchronize_v3020")],
+        nvtx=[NvtxRange(-100, 1_400, "step 1")],
+    )
+    report = report_of(tmp_path, scenario)
+    assert causes(report) == {
+        "compute": 1_100,
+        "launch_latency": 50,
+        "cuda_api": 50,
+        "host": 50,
+        "synchronisation": 50,
+    }
+
+
+def test_the_json_holds_the_path_and_reads_back(tmp_path: Path) -> None:
+    kernels = [Kernel(0, 1_000, GEMM), Kernel(1_000, 1_500, COPY)]
+    report = report_of(tmp_path, Scenario(kernels=kernels, nvtx=[NvtxRange(-10, 1_600, "step 1")]))
+    data = json.loads(json.dumps(as_json(report)))
+    section = data["critical_path"]
+    assert section["length_ns"] == 1_500
+    assert {c["cause"]: c["ns"] for c in section["causes"]}["compute"] == 1_500
+    assert Report.from_json(data, "r.json").critical_path == report.critical_path
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nsys/mfu_2gpu_before.sqlite",
+        "nsys/h100_2gpu_1s.sqlite",
+        "nsys/perlmutter-cloverleaf-cuda.sqlite",
+        "nsys/rtx3080_tiny_2026.1.sqlite",
+        "kineto/a100_ddp_rank0_nccl_data.json.gz",
+        "kineto/mi300_rccl_rank0.json.gz",
+    ],
+)
+def test_on_real_traces_the_causes_add_up_to_the_window(name: str) -> None:
+    path = SHARED_TRACES / name
+    report = build_report(open_trace(path), path)
+    cp = report.critical_path
+    assert cp is not None
+    assert sum(c.ns for c in cp.causes) == cp.length_ns == cp.end_ns - cp.start_ns > 0
+    assert sum(r.on_path_ns for r in cp.ranks) == cp.length_ns
+    assert all(0 <= r.slack_ns <= r.idle_ns <= cp.length_ns for r in cp.ranks)
+
+
+def test_mfu_names_what_the_late_rank_was_doing() -> None:
+    """The real 2-GPU trace: rank 1 is the one that arrives last at most all-to-alls; the
+    path crosses to it and names what it was doing."""
+    path = real_trace("mfu_2gpu_before.sqlite")
+    cp = build_report(open_trace(path), path).critical_path
+    assert cp is not None and cp.drill_down is not None
+    assert any(w.crossed for w in cp.waits)
+    worst = max(cp.waits, key=lambda w: w.wait_ns)
+    assert cp.drill_down.startswith(f"Rank {worst.last_rank} arrived ")
+    assert worst.doing_ns > 0
