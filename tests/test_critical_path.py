@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from nsysreport.cli import app
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.report_builder import build_report
@@ -21,6 +23,7 @@ from conftest import SHARED_TRACES, real_trace
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 LONG_GEMM = "nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNT"
 COPY = "void at::native::elementwise_kernel<128, 4>(int)"
+runner = CliRunner()
 ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096>)"
 
 
@@ -86,14 +89,9 @@ def test_a_launch_bound_step_is_api_calls_host_time_and_launch_latency(tmp_path:
     assert "cuda_api" in {i.cause for i in path.items}
 
 
-def test_the_path_crosses_to_the_rank_a_collective_waited_for_and_names_its_gemm(
-    tmp_path: Path,
-) -> None:
-    """Three ranks: ranks 0 and 1 run a GEMM [0, 1000) then the all-reduce from 1000; rank 2's
-    GEMM runs [0, 2000), so its all-reduce starts at 2000; all end at 2500. Then a kernel
-    [2500, 2600), rank 0's longer, to 2700. Path: rank 0's kernel 200 <- the transfer [2000,
-    2500) on rank 0 <- crosses to rank 2 at 2000 <- rank 2's GEMM [0, 2000): compute 2200,
-    communication 500. Rank 2 arrived 1000 ns late; it was in its GEMM all that time."""
+def late_rank_scenario() -> Scenario:
+    """Ranks 0 and 1: GEMM [0, 1000), all-reduce [1000, 2500); rank 2: GEMM [0, 2000),
+    all-reduce [2000, 2500); then a kernel [2500, 2600), rank 0's to 2700."""
     kernels = []
     for rank, pid in enumerate((100, 101, 102)):
         gemm_end = 2_000 if rank == 2 else 1_000
@@ -104,7 +102,18 @@ def test_the_path_crosses_to_the_rank_a_collective_waited_for_and_names_its_gemm
             Kernel(2_500, tail_end, COPY, device=rank, pid=pid),
         ]
     nvtx = [NvtxRange(-100, 2_800, "step 1", pid=pid) for pid in (100, 101, 102)]
-    report = report_of(tmp_path, Scenario(kernels=kernels, nvtx=nvtx))
+    return Scenario(kernels=kernels, nvtx=nvtx)
+
+
+def test_the_path_crosses_to_the_rank_a_collective_waited_for_and_names_its_gemm(
+    tmp_path: Path,
+) -> None:
+    """Three ranks: ranks 0 and 1 run a GEMM [0, 1000) then the all-reduce from 1000; rank 2's
+    GEMM runs [0, 2000), so its all-reduce starts at 2000; all end at 2500. Then a kernel
+    [2500, 2600), rank 0's longer, to 2700. Path: rank 0's kernel 200 <- the transfer [2000,
+    2500) on rank 0 <- crosses to rank 2 at 2000 <- rank 2's GEMM [0, 2000): compute 2200,
+    communication 500. Rank 2 arrived 1000 ns late; it was in its GEMM all that time."""
+    report = report_of(tmp_path, late_rank_scenario())
     assert causes(report) == {"compute": 2_200, "communication": 500}
     path = report.critical_path
     assert path is not None
@@ -127,6 +136,28 @@ def test_the_path_crosses_to_the_rank_a_collective_waited_for_and_names_its_gemm
         "Rank 2 arrived 1 µs late at AllReduce #1; before it, rank 2 was in "
         "`nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNT` for 1 µs."
     )
+
+
+def test_the_gate_judges_the_path_s_shares_and_its_longest_wait(tmp_path: Path) -> None:
+    """The late-rank scenario above: no host-side time on the path (0 %), communication
+    500 of 2700 (18.5 %), the longest wait 1000 ns."""
+    path = write_trace(late_rank_scenario(), tmp_path / "late.sqlite")
+    checks = [
+        ("--max", "critical_path_pct=0"),
+        ("--max", "critical_path_pct[communication]=18.6"),
+        ("--max", "critical_path_wait_ns=1000"),
+    ]
+    args = [str(path), *(x for check in checks for x in check), "--no-cache"]
+    result = runner.invoke(app, ["gate", *args], env={"COLUMNS": "240"})
+    assert result.exit_code == 0, result.output
+    assert "3 checks, 0 failed" in result.output
+    result = runner.invoke(
+        app, ["gate", str(path), "--max", "critical_path_wait_ns=999", "--no-cache"]
+    )
+    assert result.exit_code == 1 and "1 check, 1 failed" in result.output
+    result = runner.invoke(app, ["gate", str(path), "--max", "critical_path_pct[nope]=1"])
+    assert result.exit_code == 2 or result.exit_code == 1
+    assert "no such cause" in result.output and "Traceback" not in result.output
 
 
 def test_a_graph_replay_follows_its_launch(tmp_path: Path) -> None:
