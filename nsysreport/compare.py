@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport.analysis import open_report
+from nsysreport.critical_path import CAUSES
 from nsysreport.errors import OptionError, TraceError
 from nsysreport.inputs import expand_inputs
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.sections.collectives import CollectiveReport
+from nsysreport.sections.critical_path import CAUSE_LABELS
 from nsysreport.sections.data_path import DataPathRow, dominant_bound
 from nsysreport.sections.layers import OUTSIDE
 from nsysreport.units import fmt_bytes, fmt_ns, fmt_pct
@@ -69,6 +71,9 @@ class Comparison:
     roles: tuple[dict[str, Any], ...] = ()
     # Each configuration's data-quality ledger rows ({"label", "file", "class", "table", ...}).
     ledger: tuple[dict[str, Any], ...] = ()
+    # Per cause: {"cause", "label", "pct": {label: % of its median step's path, or None}}; empty
+    # when no configuration has a critical path (reports of several files have none yet).
+    critical_path: tuple[dict[str, Any], ...] = ()
 
     @property
     def graph_part(self) -> bool:
@@ -197,6 +202,7 @@ def compare(
         notes=tuple(notes + layer_notes),
         roles=_roles(ordered, measured, basis),
         ledger=tuple({"label": label, **i.ledger_row()} for label, i in quality),
+        critical_path=_critical_paths(ordered),
     )
 
 
@@ -292,6 +298,48 @@ def _roles(
             entry["step_pct"][label] = r.step_pct
             entry["hidden_pct"][label] = r.hidden_pct
     return tuple({"role": role, **values} for role, values in sorted(roles.items()))
+
+
+def _critical_paths(ordered: Sequence[tuple[str, Report]]) -> tuple[dict[str, Any], ...]:
+    """Per cause, each configuration's share of its critical path (None: it has no path)."""
+    paths = {label: report.critical_path for label, report in ordered}
+    if all(p is None for p in paths.values()):
+        return ()
+    return tuple(
+        {
+            "cause": cause,
+            "label": CAUSE_LABELS[cause],
+            "pct": {
+                label: None if p is None else next(x.pct for x in p.causes if x.cause == cause)
+                for label, p in paths.items()
+            },
+        }
+        for cause in CAUSES
+    )
+
+
+def critical_path_sentence(c: Comparison) -> str | None:
+    """How the critical path moved from the baseline to the largest configuration: the causes
+    whose share changed the most (None without paths in both)."""
+    base = c.baseline
+    last = max(c.configs, key=lambda x: (x.gpus, c.configs.index(x))).label
+    rows = [r for r in c.critical_path if r["pct"].get(base) is not None]
+    rows = [r for r in rows if r["pct"].get(last) is not None]
+    if last == base or not rows:
+        return None
+
+    def change(r: dict[str, Any]) -> float:
+        return float(abs(r["pct"][last] - r["pct"][base]))
+
+    moved = sorted(
+        (r for r in rows if change(r)), key=lambda r: (-change(r), CAUSES.index(r["cause"]))
+    )[:3]
+    if not moved:
+        return f"Median step, {base} → {last}: the critical path's causes kept their shares."
+    parts = "; ".join(
+        f"{r['label']} {fmt_pct(r['pct'][base])} → {fmt_pct(r['pct'][last])}" for r in moved
+    )
+    return f"Median step, {base} → {last}: {parts}."
 
 
 def role_comparison_sentence(c: Comparison) -> str | None:
@@ -436,4 +484,6 @@ def as_json(c: Comparison) -> dict[str, Any]:
         "roles": list(c.roles),
         "roles_summary": role_comparison_sentence(c),
         "ledger": list(c.ledger),
+        "critical_path": list(c.critical_path),
+        "critical_path_summary": critical_path_sentence(c),
     }

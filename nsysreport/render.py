@@ -15,6 +15,7 @@ from nsysreport import __version__, charts, picture_worker
 from nsysreport.compare import (
     Comparison,
     collective_sentence,
+    critical_path_sentence,
     role_comparison_sentence,
     summary_sentence,
 )
@@ -162,6 +163,7 @@ def render_compare_html(comparison: Comparison, generated_at: str | None = None)
         "summary": summary_sentence(comparison),
         "collectives_summary": collective_sentence(comparison),
         "roles_summary": role_comparison_sentence(comparison),
+        "critical_path_summary": critical_path_sentence(comparison),
         "generated_at": generated_at or generated_now(),
         "tool_version": __version__,
         "part_colours": charts.part_colours(comparison.graph_part, comparison.overhead_part),

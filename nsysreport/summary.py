@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from nsysreport.compare import (
     Comparison,
     collective_sentence,
+    critical_path_sentence,
     role_comparison_sentence,
     summary_sentence,
 )
@@ -180,6 +181,9 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
     roles = role_comparison_sentence(c)
     if roles is not None:
         console.print(f"[bold]Communicators:[/] {roles}", soft_wrap=True)
+    moved = critical_path_sentence(c)
+    if moved is not None:
+        console.print(f"[bold]Critical path:[/] {moved}", soft_wrap=True)
     for note in c.notes:
         console.print(f"Note: {note}", soft_wrap=True)
     for path in written:

@@ -13,6 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from nsysreport.cli import app
+from nsysreport.compare import as_json as compare_json
+from nsysreport.compare import compare_reports, critical_path_sentence
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.report_builder import build_report
@@ -158,6 +160,25 @@ def test_the_gate_judges_the_path_s_shares_and_its_longest_wait(tmp_path: Path) 
     result = runner.invoke(app, ["gate", str(path), "--max", "critical_path_pct[nope]=1"])
     assert result.exit_code == 2 or result.exit_code == 1
     assert "no such cause" in result.output and "Traceback" not in result.output
+
+
+def test_compare_sets_the_paths_side_by_side(tmp_path: Path) -> None:
+    """The late-rank scenario (compute 2200 and communication 500 of 2700) against a GPU that
+    only computes [0, 1000): compute 100 % -> 81.5 %, communication 0 -> 18.5 %."""
+    alone = write_trace(
+        Scenario(kernels=[Kernel(0, 1_000, GEMM)], nvtx=[NvtxRange(-10, 1_100, "step 1")]),
+        tmp_path / "one.sqlite",
+    )
+    late = write_trace(late_rank_scenario(), tmp_path / "three.sqlite")
+    reports = [build_report(open_trace(p), p) for p in (alone, late)]
+    comparison = compare_reports(reports, ["one", "three"])
+    rows = {r["cause"]: r["pct"] for r in comparison.critical_path}
+    assert rows["compute"] == {"one": 100.0, "three": pytest.approx(100 * 2_200 / 2_700)}
+    assert rows["communication"] == {"one": 0.0, "three": pytest.approx(100 * 500 / 2_700)}
+    assert critical_path_sentence(comparison) == (
+        "Median step, one → three: compute 100.0% → 81.5%; communication transfer 0.0% → 18.5%."
+    )
+    assert compare_json(comparison)["critical_path_summary"] == critical_path_sentence(comparison)
 
 
 def test_a_graph_replay_follows_its_launch(tmp_path: Path) -> None:
