@@ -11,6 +11,7 @@ graph; the node table holds the window and a margin, never the whole trace.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -85,13 +86,48 @@ class Walk:
     segments: tuple[Segment, ...]
     joins: tuple[Join, ...]
     idle: dict[tuple[int, int], tuple[int, int]]
+    # WHAT_IFS' change -> the window's length recomputed under it (recompute); the layer whose
+    # GEMMs `layer_gemm_2x` speeds up: the one with the most compute on the path.
+    what_if: dict[str, int]
+    what_if_layer: str | None
+
+
+# The changes the what-if recomputes: each scales the own time of the GPU activities of some
+# classes (path_node's `class`) by a factor.
+COMPUTE_CLASSES = ("gemm", "attention", "other", "graph")
+WHAT_IFS: dict[str, tuple[tuple[str, ...], float]] = {
+    "compute_2x": (COMPUTE_CLASSES, 0.5),
+    "gemm_2x": (("gemm",), 0.5),
+    "layer_gemm_2x": (("gemm",), 0.5),  # in one layer: Walk.what_if_layer
+    "comm_hidden": (("comm",), 0.0),
+}
 
 
 def critical_path(con: duckdb.DuckDBPyConnection, start_ns: int, end_ns: int) -> Walk | None:
-    """The path through [start_ns, end_ns) of the trace loaded in `con`; None when no GPU
-    activity overlaps the window."""
+    """The path through [start_ns, end_ns) of the trace loaded in `con`, with the window's
+    length under each of WHAT_IFS; None when no GPU activity overlaps the window."""
+    from dataclasses import replace
+
     nodes = run_query(con, "path_node", {"start_ns": start_ns, "end_ns": end_ns})
-    return walk(nodes, start_ns, end_ns)
+    path = walk(nodes, start_ns, end_ns)
+    if path is None:
+        return None
+    layers: dict[str, int] = {}
+    for s in path.segments:
+        if s.cause == "compute" and s.layer is not None and s.kernel_class == "gemm":
+            layers[s.layer] = layers.get(s.layer, 0) + s.end_ns - s.start_ns
+    top_layer = min(layers, key=lambda k: (-layers[k], k)) if layers else None
+    classes, in_layer = nodes["class"].to_list(), nodes["layer"].to_list()
+    lengths = {}
+    for change, (scaled, factor) in WHAT_IFS.items():
+        if change == "layer_gemm_2x" and top_layer is None:
+            continue
+        factors = [
+            factor if c in scaled and (change != "layer_gemm_2x" or layer == top_layer) else 1.0
+            for c, layer in zip(classes, in_layer, strict=True)
+        ]
+        lengths[change] = recompute(nodes, start_ns, end_ns, factors)
+    return replace(path, what_if=lengths, what_if_layer=top_layer)
 
 
 def walk(nodes: pl.DataFrame, lo: int, hi: int) -> Walk | None:
@@ -195,6 +231,8 @@ def walk(nodes: pl.DataFrame, lo: int, hi: int) -> Walk | None:
             for n, o, first in joins
         ),
         idle=_idle(nodes, is_gpu, segments, lo, hi),
+        what_if={},
+        what_if_layer=None,
     )
 
 
@@ -244,3 +282,66 @@ class _Busy:
         if i == 0:
             return 0
         return int(self.before[i - 1]) + int(min(self.ends[i - 1], x) - self.starts[i - 1])
+
+
+CANDIDATES = ("stream", "event", "launch", "sync", "thread")
+
+
+def recompute(nodes: pl.DataFrame, lo: int, hi: int, factor: Sequence[float]) -> int:
+    """The window's length were each GPU activity's own time scaled by `factor` (one per node
+    of path_node's rows; a collective's transfer, from its last member's arrival, scales).
+
+    One pass in start order: a node starts as much earlier or later as the candidate
+    predecessor ready last now is, against the one ready last before (every wait after it, a
+    launch latency, say, kept); a synchronising call returns as the GPU work it waited for
+    ends; a collective's members end when the transfer after their last arrival does. The
+    window keeps its start; its end is the last end of the GPU activities that ended in it.
+    Nodes that ended before the window keep their times.
+    """
+    start, end = nodes["start_ns"].to_list(), nodes["end_ns"].to_list()
+    gpu = (nodes["kind"] == "gpu").to_list()
+    waits = (nodes["class"] == "sync").to_list()
+    preds = [(nodes[f"{c}_pred"].to_list(), nodes[f"{c}_ready_ns"].to_list()) for c in CANDIDATES]
+    sync_pred, sync_ready = preds[CANDIDATES.index("sync")]
+    members: dict[tuple[str, int], list[int]] = {}
+    instance: list[tuple[str, int] | None] = [None] * len(start)
+    for n, (op, ordinal, last) in enumerate(
+        zip(
+            nodes["op"].to_list(),
+            nodes["ordinal"].to_list(),
+            nodes["last_start_ns"].to_list(),
+            strict=True,
+        )
+    ):
+        if op is not None and last is not None:
+            instance[n] = (op, ordinal)
+            members.setdefault((op, ordinal), []).append(n)
+    last_start = nodes["last_start_ns"].to_list()
+    new_start, new_end = list(start), list(end)
+
+    def shift(c: int) -> int:
+        """How much later (negative: earlier) node c ends now."""
+        key = instance[c]
+        if key is not None:
+            arrival = max(new_start[m] for m in members[key])
+            transfer = max(end[c] - last_start[c], 0) * factor[c]
+            return round(float(arrival + transfer)) - int(end[c])
+        return int(new_end[c]) - int(end[c])
+
+    for n in range(len(start)):
+        if end[n] <= lo:
+            continue
+        readies = [(p[n], r[n]) for p, r in preds if p[n] is not None]
+        if readies:
+            before = max(r for _, r in readies)
+            now = max(r + shift(p) for p, r in readies)
+            new_start[n] = start[n] + now - before
+        if gpu[n]:
+            new_end[n] = new_start[n] + round((end[n] - start[n]) * factor[n])
+        elif waits[n] and sync_pred[n] is not None:
+            returned = max(start[n], sync_ready[n])
+            new_end[n] = max(new_start[n], sync_ready[n] + shift(sync_pred[n])) + end[n] - returned
+        else:
+            new_end[n] = new_start[n] + end[n] - start[n]
+    ends = [end[n] + shift(n) for n in range(len(start)) if gpu[n] and lo < end[n] <= hi]
+    return int(max(ends, default=hi)) - lo

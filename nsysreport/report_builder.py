@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport import __version__
 from nsysreport.align import FileClock
-from nsysreport.critical_path import critical_path
+from nsysreport.critical_path import Walk, critical_path
 from nsysreport.database import connect
 from nsysreport.file_frames import FileFrames, activity_middle, file_frames
 from nsysreport.model import Report, has_layers
@@ -82,10 +82,13 @@ def build_report(
     ranks = own_ranks(part.name, part.frames["gpu_rank"])
     report = build([part], ranks, top, facts or Facts(), job=_own_tables(con, part.name))
     timeline = _own_timeline(con, part.name, part.middle, ranks, timeline_step, timeline_range)
-    return replace(report, timeline=timeline, critical_path=_own_critical_path(con, ranks))
+    path = _own_critical_path(con, ranks, report.steps)
+    return replace(report, timeline=timeline, critical_path=path)
 
 
-def _own_critical_path(con: duckdb.DuckDBPyConnection, ranks: Ranks) -> CriticalPath | None:
+def _own_critical_path(
+    con: duckdb.DuckDBPyConnection, ranks: Ranks, steps: Sequence[StepReport]
+) -> CriticalPath | None:
     """The critical path of the trace loaded in `con` through the window the timeline draws by
     default, whatever the display options: the median step, else the middle of the trace. A
     report of several files has none yet: its path would cross files at their collectives."""
@@ -98,7 +101,24 @@ def _own_critical_path(con: duckdb.DuckDBPyConnection, ranks: Ranks) -> Critical
     if path is None:
         return None
     rank = {(pid, dev): r for (_, pid, dev), (r, _) in ranks.items()}
-    return build_critical_path(path, rank, basis, step)
+    return build_critical_path(path, rank, basis, step, _span_what_if(steps, spans, path, step))
+
+
+def _span_what_if(
+    steps: Sequence[StepReport], spans: list[dict[str, Any]], path: Walk, step: str | None
+) -> dict[str, int] | None:
+    """The span-based what-if of the step the path walks, on the GPU where it ends, by the
+    path's what-if change each matches (None: the window is not a step)."""
+    ordinal = next((s["step_ordinal"] for s in spans if s["name"] == step), None)
+    mine = next(
+        (s for s in steps if (s.pid, s.device_id) == path.end_gpu and s.ordinal == ordinal), None
+    )
+    if step is None or mine is None:
+        return None
+    return {
+        "compute_2x": mine.what_if.compute_2x_ns,
+        "comm_hidden": mine.what_if.perfect_overlap_ns,
+    }
 
 
 def own_ranks(file: str, gpu_rank: pl.DataFrame) -> dict[GpuKey, tuple[int, str]]:

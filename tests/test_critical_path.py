@@ -93,16 +93,19 @@ def test_a_launch_bound_step_is_api_calls_host_time_and_launch_latency(tmp_path:
 
 def late_rank_scenario() -> Scenario:
     """Ranks 0 and 1: GEMM [0, 1000), all-reduce [1000, 2500); rank 2: GEMM [0, 2000),
-    all-reduce [2000, 2500); then a kernel [2500, 2600), rank 0's to 2700."""
+    all-reduce [2000, 2500); then a kernel [2500, 2600), rank 0's to 2700. Launched before 0."""
     kernels = []
     for rank, pid in enumerate((100, 101, 102)):
         gemm_end = 2_000 if rank == 2 else 1_000
         tail_end = 2_700 if rank == 0 else 2_600
+        # All launched early, one after another, from each process's thread.
         kernels += [
-            Kernel(0, gemm_end, LONG_GEMM if rank == 2 else GEMM, device=rank, pid=pid),
-            Kernel(gemm_end, 2_500, ALL_REDUCE, device=rank, pid=pid, stream=9),
-            Kernel(2_500, tail_end, COPY, device=rank, pid=pid),
-        ]
+            Kernel(0, gemm_end, LONG_GEMM if rank == 2 else GEMM, device=rank, pid=pid,
+                   launch=(-90, -85)),
+            Kernel(gemm_end, 2_500, ALL_REDUCE, device=rank, pid=pid, stream=9,
+                   launch=(-80, -75)),
+            Kernel(2_500, tail_end, COPY, device=rank, pid=pid, launch=(-70, -65)),
+        ]  # fmt: skip
     nvtx = [NvtxRange(-100, 2_800, "step 1", pid=pid) for pid in (100, 101, 102)]
     return Scenario(kernels=kernels, nvtx=nvtx)
 
@@ -137,6 +140,30 @@ def test_the_path_crosses_to_the_rank_a_collective_waited_for_and_names_its_gemm
     assert path.drill_down == (
         "Rank 2 arrived 1 µs late at AllReduce #1; before it, rank 2 was in "
         "`nvjet_tst_256x128_64x4_1x2_h_bz_coopA_TNT` for 1 µs."
+    )
+
+
+def test_what_ifs_are_recomputed_over_the_path_and_disagree_with_the_span_where_ranks_wait(
+    tmp_path: Path,
+) -> None:
+    """The late-rank scenario, recomputed. Compute 2x: GEMMs end at 500 (ranks 0, 1) and 1000
+    (rank 2), the all-reduce's transfer 1000-1500, rank 0's tail 100 more: 1600. GEMMs 2x:
+    the same but the tail (an elementwise kernel) keeps its 200: 1700. Transfers taking no
+    time: the all-reduce ends when rank 2 arrives, 2000, then the tail: 2200. Rank 0's own step
+    (compute C = 1200, comm M = exposed X = 1500) projects compute 2x as C/2 + M = 2100 and
+    perfect overlap as max(C, M) = 1500: the path disagrees most on the latter, since rank 2's
+    GEMM stays on it."""
+    path = report_of(tmp_path, late_rank_scenario()).critical_path
+    assert path is not None
+    got = {w.change: (w.path_ns, w.span_ns) for w in path.what_if}
+    assert got == {
+        "compute_2x": (1_600, 2_100),
+        "gemm_2x": (1_700, None),
+        "comm_hidden": (2_200, 1_500),
+    }
+    assert path.what_if_note is not None
+    assert path.what_if_note.startswith(
+        "Communication hidden (transfers take no time): the span-based projection gives 1.5 µs"
     )
 
 

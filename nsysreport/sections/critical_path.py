@@ -99,6 +99,20 @@ class PathWait:
 
 
 @dataclass(frozen=True, slots=True)
+class PathWhatIf:
+    """A change and the window's length it gives: recomputed over the path's graph
+    (`path_ns`), and where the span-based what-if of the step has the same change, its
+    projection (`span_ns`, for the GPU where the window ends)."""
+
+    change: str  # compute_2x, gemm_2x, layer_gemm_2x or comm_hidden
+    label: str
+    path_ns: int
+    path_saved_pct: float | None  # of the window
+    span_ns: int | None
+    span_saved_pct: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class CriticalPath:
     basis: str  # median step, middle of the trace or whole trace
     step: str | None  # the step's name
@@ -114,6 +128,8 @@ class CriticalPath:
     waits: tuple[PathWait, ...]  # the latest first, as walked
     summary: str
     drill_down: str | None  # the costliest crossing, in a sentence
+    what_if: tuple[PathWhatIf, ...] = ()
+    what_if_note: str | None = None  # where the path and the span-based projection disagree
 
     @property
     def longest_waits(self) -> tuple[PathWait, ...]:
@@ -131,9 +147,11 @@ def build_critical_path(
     ranks: Mapping[GpuKey, int],
     basis: str,
     step: str | None,
+    span_what_if: Mapping[str, int] | None = None,
 ) -> CriticalPath:
     """The section from one walk over the window `basis` names (`step`: its name);
-    `ranks`: each GPU's rank."""
+    `ranks`: each GPU's rank; `span_what_if`: the span-based projections of the step on the
+    GPU where the window ends, by the what-if change they make (None: not a step)."""
     length = path.end_ns - path.start_ns
     totals = dict.fromkeys(CAUSES, 0)
     per_rank: dict[GpuKey, int] = {}
@@ -191,6 +209,56 @@ def build_critical_path(
         waits=waits,
         summary=_summary(causes, rank_rows, basis, step, length),
         drill_down=_drill_down(waits),
+        what_if=(changes := _what_ifs(path, length, span_what_if or {})),
+        what_if_note=_disagreement(changes, length),
+    )
+
+
+WHAT_IF_LABELS = {
+    "compute_2x": "compute 2x faster",
+    "gemm_2x": "GEMMs 2x faster",
+    "layer_gemm_2x": "the GEMMs of {layer} 2x faster",
+    "comm_hidden": "communication hidden (transfers take no time)",
+}
+# A path and a span projection that differ by more than this share of the window disagree.
+DISAGREE_PCT = 5.0
+
+
+def _what_ifs(path: Walk, length: int, span: Mapping[str, int]) -> tuple[PathWhatIf, ...]:
+    out = []
+    for change, ns in path.what_if.items():
+        spanned = span.get(change)
+        out.append(
+            PathWhatIf(
+                change=change,
+                label=WHAT_IF_LABELS[change].format(layer=path.what_if_layer),
+                path_ns=ns,
+                path_saved_pct=pct(length - ns, length),
+                span_ns=spanned,
+                span_saved_pct=None if spanned is None else pct(length - spanned, length),
+            )
+        )
+    return tuple(out)
+
+
+def _disagreement(changes: tuple[PathWhatIf, ...], length: int) -> str | None:
+    """The change whose path and span projections differ most, when by more than
+    DISAGREE_PCT of the window, in a sentence."""
+    both = [w for w in changes if w.span_ns is not None]
+    if not both or not length:
+        return None
+    w = max(both, key=lambda w: abs((w.span_ns or 0) - w.path_ns))
+    if abs((w.span_ns or 0) - w.path_ns) * 100 <= DISAGREE_PCT * length:
+        return None
+    return (
+        f"{w.label.capitalize()}: the span-based projection gives {fmt_ns(w.span_ns)} "
+        f"({fmt_pct(w.span_saved_pct)} saved), the path's recomputation {fmt_ns(w.path_ns)} "
+        f"({fmt_pct(w.path_saved_pct)} saved): "
+        + (
+            "the path leads through work the change does not touch (host, launches, waits)."
+            if w.path_ns > (w.span_ns or 0)
+            else "the span-based projection misses time the change takes off other ranks' paths."
+        )
     )
 
 

@@ -55,10 +55,20 @@
 --   last_node       BIGINT    the instance's node on the GPU that started it last
 --   last_start_ns   BIGINT    that node's start
 --   first_start_ns  BIGINT    the instance's earliest start among this trace's GPUs
+--   stream_pred     BIGINT    the stream candidate (every candidate: NULL where none)
+--   stream_ready_ns BIGINT    when it was ready
+--   event_pred      BIGINT    the event candidate
+--   event_ready_ns  BIGINT    when it was ready
+--   launch_pred     BIGINT    the launch candidate
+--   launch_ready_ns BIGINT    when it was ready
+--   sync_pred       BIGINT    the sync candidate
+--   sync_ready_ns   BIGINT    when it was ready
+--   thread_pred     BIGINT    the thread candidate
+--   thread_ready_ns BIGINT    when it was ready
 WITH bounds AS (
     SELECT $start_ns - least($end_ns - $start_ns, 4611686018427387903) AS lo, $end_ns AS hi
 ),
-gpu AS (
+gpu_node AS (
     SELECT a.source, a.activity_id, a.pid, a.global_pid, a.device_id, a.stream_id,
         a.correlation_id, a.start_ns, greatest(a.end_ns, a.start_ns) AS end_ns, a.class,
         coalesce(k.name, m.name, '[CUDA graph]') AS name, r.label AS layer,
@@ -71,7 +81,7 @@ gpu AS (
     LEFT JOIN collective AS c ON a.source = 'kernel' AND c.kernel_id = a.activity_id
     WHERE a.start_ns <= (SELECT hi FROM bounds) AND a.end_ns >= (SELECT lo FROM bounds)
 ),
-api AS (
+api_node AS (
     SELECT l.launch_id, l.pid, l.global_pid, l.global_tid, l.correlation_id, l.start_ns,
         greatest(l.end_ns, l.start_ns) AS end_ns, l.name,
         l.launch_id IN (SELECT launch_id FROM sync_call) AS waits
@@ -86,15 +96,15 @@ range_edge AS (
     FROM nvtx_range
     WHERE end_ns >= start_ns AND start_ns <= (SELECT hi FROM bounds)
         AND end_ns >= (SELECT lo FROM bounds)
-        AND global_tid IN (SELECT DISTINCT global_tid FROM api)
+        AND global_tid IN (SELECT DISTINCT global_tid FROM api_node)
     UNION ALL
     SELECT global_tid, end_ns, -1, 0, -start_ns, range_id, NULL, NULL
     FROM nvtx_range
     WHERE end_ns >= start_ns AND start_ns <= (SELECT hi FROM bounds)
         AND end_ns >= (SELECT lo FROM bounds)
-        AND global_tid IN (SELECT DISTINCT global_tid FROM api)
+        AND global_tid IN (SELECT DISTINCT global_tid FROM api_node)
     UNION ALL
-    SELECT global_tid, start_ns, 0, 2, 0, NULL, NULL, launch_id FROM api
+    SELECT global_tid, start_ns, 0, 2, 0, NULL, NULL, launch_id FROM api_node
 ),
 range_depth AS (
     SELECT *, sum(d) OVER (
@@ -123,12 +133,12 @@ nodes AS (
         SELECT 'gpu' AS kind, source, activity_id, pid, global_pid, device_id, stream_id,
             NULL::BIGINT AS global_tid, correlation_id, start_ns, end_ns, class, name, layer,
             NULL::VARCHAR AS host_range, op, ordinal, false AS waits
-        FROM gpu
+        FROM gpu_node
         UNION ALL
         SELECT 'api', 'api', a.launch_id, a.pid, a.global_pid, NULL, NULL, a.global_tid,
             a.correlation_id, a.start_ns, a.end_ns, 'api', a.name, NULL, h.host_range, NULL,
             NULL, a.waits
-        FROM api AS a
+        FROM api_node AS a
         LEFT JOIN host_range AS h ON h.launch_id = a.launch_id
     )
 ),
@@ -251,7 +261,12 @@ SELECT n.node, n.kind, n.pid, n.device_id, n.global_tid, n.start_ns, n.end_ns,
         WHEN 'launch' THEN c.launch_ready WHEN 'sync' THEN c.sync_ready
         WHEN 'thread' THEN c.thread_ready
     END AS ready_ns,
-    c.edge, n.op, n.ordinal, la.last_node, la.last_start_ns, la.first_start_ns
+    c.edge, n.op, n.ordinal, la.last_node, la.last_start_ns, la.first_start_ns,
+    c.stream_node AS stream_pred, c.stream_ready AS stream_ready_ns,
+    c.event_node AS event_pred, c.event_ready AS event_ready_ns,
+    c.launch_node AS launch_pred, c.launch_ready AS launch_ready_ns,
+    c.sync_node AS sync_pred, c.sync_ready AS sync_ready_ns,
+    c.thread_node AS thread_pred, c.thread_ready AS thread_ready_ns
 FROM nodes AS n
 JOIN chosen AS c ON c.node = n.node
 LEFT JOIN last_arrival AS la ON la.op = n.op AND la.ordinal = n.ordinal
