@@ -81,19 +81,27 @@ def build_report(
     part = file_frames(con, trace_path, trace_path.name, top, default, instances=False)
     ranks = own_ranks(part.name, part.frames["gpu_rank"])
     report = build([part], ranks, top, facts or Facts(), job=_own_tables(con, part.name))
-    timeline = _own_timeline(con, part.name, part.middle, ranks, timeline_step, timeline_range)
-    path = _own_critical_path(con, ranks, report.steps)
+    spans = run_query(con, "step_span").to_dicts()
+    timeline = _own_timeline(
+        con, part.name, part.middle, ranks, spans, timeline_step, timeline_range
+    )
+    # Without steps the path's window is the default timeline's middle one, whatever is drawn.
+    middle = part.middle if default or spans else activity_middle(con, True)
+    path = _own_critical_path(con, ranks, report.steps, spans, middle)
     return replace(report, timeline=timeline, critical_path=path)
 
 
 def _own_critical_path(
-    con: duckdb.DuckDBPyConnection, ranks: Ranks, steps: Sequence[StepReport]
+    con: duckdb.DuckDBPyConnection,
+    ranks: Ranks,
+    steps: Sequence[StepReport],
+    spans: list[dict[str, Any]],
+    middle: dict[str, Any] | None,
 ) -> CriticalPath | None:
     """The critical path of the trace loaded in `con` through the window the timeline draws by
-    default, whatever the display options: the median step, else the middle of the trace. A
-    report of several files has none yet: its path would cross files at their collectives."""
-    spans = run_query(con, "step_span").to_dicts()
-    middle = activity_middle(con, not spans)
+    default, whatever the display options: the median step (`spans`: step_span's rows), else
+    the middle of the trace (`middle`: activity_middle's row of it). A report of several files
+    has none yet: its path would cross files at their collectives."""
     if middle is None:
         return None
     basis, step, lo, hi = choose_window(spans, middle, None, None, None)
@@ -146,11 +154,12 @@ def with_display(
     file = Path(report.traces[0].path).name  # as build_report names it
     ranks = own_ranks(file, run_query(con, "gpu_rank"))
     middle = activity_middle(con, default and not report.steps)
+    spans = run_query(con, "step_span").to_dicts()
     return replace(
         report,
         gpus=with_top_gaps(con, report.gpus, top),
         top_kernels=build_kernels(con, top),
-        timeline=_own_timeline(con, file, middle, ranks, timeline_step, timeline_range),
+        timeline=_own_timeline(con, file, middle, ranks, spans, timeline_step, timeline_range),
     )
 
 
@@ -159,15 +168,16 @@ def _own_timeline(
     file: str,
     middle: dict[str, Any] | None,
     ranks: Ranks,
+    spans: list[dict[str, Any]],
     step: str | None,
     timeline_range: tuple[int | None, int | None],
 ) -> Timeline | None:
-    """build_timeline for the one trace loaded in `con`: its own step spans and rows."""
+    """build_timeline for the one trace loaded in `con`: its own step spans (step_span's rows)
+    and rows."""
 
     def fetch(windows: list[tuple[int, int, int]]) -> list[list[dict[str, Any]]]:
         return [timeline_rows(con, *window) for window in windows]
 
-    spans = run_query(con, "step_span").to_dicts()
     return build_timeline([(file, middle)], [0], ranks, spans, fetch, step, timeline_range)
 
 

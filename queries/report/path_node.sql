@@ -68,18 +68,26 @@
 WITH bounds AS (
     SELECT $start_ns - least($end_ns - $start_ns, 4611686018427387903) AS lo, $end_ns AS hi
 ),
+in_window AS (
+    SELECT *
+    FROM activity
+    WHERE start_ns <= (SELECT hi FROM bounds) AND end_ns >= (SELECT lo FROM bounds)
+),
 gpu_node AS (
+    -- Joined on one equality each (a kernel's id, else NULL): a join that also tests the
+    -- source beside the id is a nested loop in DuckDB (1.5: 70 s at 200k kernels).
     SELECT a.source, a.activity_id, a.pid, a.global_pid, a.device_id, a.stream_id,
         a.correlation_id, a.start_ns, greatest(a.end_ns, a.start_ns) AS end_ns, a.class,
         coalesce(k.name, m.name, '[CUDA graph]') AS name, r.label AS layer,
         c.op, c.ordinal
-    FROM activity AS a
-    LEFT JOIN kernel AS k ON a.source = 'kernel' AND k.kernel_id = a.activity_id
-    LEFT JOIN memcpy AS m ON a.source = m.source AND m.memcpy_id = a.activity_id
+    FROM in_window AS a
+    LEFT JOIN kernel AS k
+        ON k.kernel_id = CASE WHEN a.source = 'kernel' THEN a.activity_id END
+    LEFT JOIN memcpy AS m ON m.source = a.source AND m.memcpy_id = a.activity_id
     LEFT JOIN activity_range AS r
         ON r.role = 'layer' AND r.source = a.source AND r.activity_id = a.activity_id
-    LEFT JOIN collective AS c ON a.source = 'kernel' AND c.kernel_id = a.activity_id
-    WHERE a.start_ns <= (SELECT hi FROM bounds) AND a.end_ns >= (SELECT lo FROM bounds)
+    LEFT JOIN collective AS c
+        ON c.kernel_id = CASE WHEN a.source = 'kernel' THEN a.activity_id END
 ),
 api_node AS (
     SELECT l.launch_id, l.pid, l.global_pid, l.global_tid, l.correlation_id, l.start_ns,
