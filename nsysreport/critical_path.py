@@ -11,15 +11,14 @@ graph; the node table holds the window and a margin, never the whole trace.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
 
 if TYPE_CHECKING:
     import duckdb
-    import numpy as np
     import polars as pl
 
 # What the path was doing, in the order the report lists them. GPU causes: the path ran on a
@@ -41,6 +40,9 @@ GAP_CAUSE = {
 EXEC_CAUSE = {"comm": "communication", "memcpy": "copy", "api": "cuda_api", "sync": "cuda_api"}
 
 
+GpuKey = tuple[str, int, int]  # (file, pid, device_id)
+
+
 @dataclass(frozen=True, slots=True)
 class Segment:
     """One stretch of the path: [start_ns, end_ns) spent on `cause`, on the GPU (pid,
@@ -48,6 +50,7 @@ class Segment:
     `kernel_class`: a GPU activity's class (gemm, attention, comm, ...)."""
 
     cause: str
+    file: str
     pid: int
     device_id: int
     what: str | None
@@ -67,8 +70,8 @@ class Join:
 
     op: str
     ordinal: int
-    from_gpu: tuple[int, int]
-    to_gpu: tuple[int, int]
+    from_gpu: GpuKey
+    to_gpu: GpuKey
     arrival_ns: int
     wait_ns: int
     first: int
@@ -82,10 +85,10 @@ class Walk:
 
     start_ns: int
     end_ns: int
-    end_gpu: tuple[int, int]
+    end_gpu: GpuKey
     segments: tuple[Segment, ...]
     joins: tuple[Join, ...]
-    idle: dict[tuple[int, int], tuple[int, int]]
+    idle: dict[GpuKey, tuple[int, int]]
     # WHAT_IFS' change -> the window's length recomputed under it (recompute); the layer whose
     # GEMMs `layer_gemm_2x` speeds up: the one with the most compute on the path.
     what_if: dict[str, int]
@@ -103,13 +106,15 @@ WHAT_IFS: dict[str, tuple[tuple[str, ...], float]] = {
 }
 
 
-def critical_path(con: duckdb.DuckDBPyConnection, start_ns: int, end_ns: int) -> Walk | None:
+def critical_path(
+    con: duckdb.DuckDBPyConnection, start_ns: int, end_ns: int, file: str = ""
+) -> Walk | None:
     """The path through [start_ns, end_ns) of the trace loaded in `con`, with the window's
     length under each of WHAT_IFS; None when no GPU activity overlaps the window."""
     from dataclasses import replace
 
     nodes = run_query(con, "path_node", {"start_ns": start_ns, "end_ns": end_ns})
-    path = walk(nodes, start_ns, end_ns)
+    path = walk(nodes, start_ns, end_ns, file)
     if path is None:
         return None
     layers: dict[str, int] = {}
@@ -130,127 +135,182 @@ def critical_path(con: duckdb.DuckDBPyConnection, start_ns: int, end_ns: int) ->
     return replace(path, what_if=lengths, what_if_layer=top_layer)
 
 
-def walk(nodes: pl.DataFrame, lo: int, hi: int) -> Walk | None:
-    """The walk over path_node's rows (see the module's docstring)."""
-    import numpy as np
-
+def walk(nodes: pl.DataFrame, lo: int, hi: int, file: str = "") -> Walk | None:
+    """The walk over path_node's rows of `file` (see the module's docstring), crossing
+    between its GPUs at collectives."""
     if hi <= lo:
         return None
-    col = {
-        name: nodes[name].fill_null(-1).to_numpy()
-        for name in (
-            "start_ns",
-            "end_ns",
-            "pred",
-            "ready_ns",
-            "last_node",
-            "last_start_ns",
-            "first_start_ns",
-        )
-    }
-    start, end, pred, ready = col["start_ns"], col["end_ns"], col["pred"], col["ready_ns"]
-    last, last_start, first_start = col["last_node"], col["last_start_ns"], col["first_start_ns"]
-    is_gpu = (nodes["kind"] == "gpu").to_numpy()
-    running = np.flatnonzero(is_gpu & (start < hi) & (end > lo))
-    if not len(running):
+    graph = Graph(nodes)
+    end_node = graph.end_node(lo, hi)
+    if end_node is None:
         return None
-    # The activity running at the window's end, else the one that ended last before it.
-    reach = np.minimum(end[running], hi)
-    end_node = int(running[np.lexsort((running, end[running], reach))[-1]])
-
-    pid = nodes["pid"].to_list()
-    device = nodes["device_id"].to_list()
-    cls = nodes["class"].to_list()
-    edge = nodes["edge"].to_list()
-    steps: list[tuple[str, int, int, int, int]] = []  # (cause, node, gpu node, lo, hi)
-    joins: list[tuple[int, int, int]] = []  # (node, last member's node, first step after)
-
-    def add(cause: str, node: int, gpu_node: int, a: int, b: int) -> None:
-        a = max(a, lo)
-        if b > a:
-            steps.append((cause, node, gpu_node, a, b))
-
-    t, n, gpu_node = hi, end_node, end_node
-    budget = len(start) + 2  # every node at most once: a guard against a cycle of equal times
-    while t > lo and budget:
-        budget -= 1
-        if n < 0:
-            add("untraced", -1, gpu_node, lo, t)
-            break
-        s = int(start[n])
-        if is_gpu[n]:
-            gpu_node = n
-        other = int(last[n])
-        if other >= 0 and other != n and s < last_start[n] <= t:
-            # A collective this GPU reached before the last member: the transfer ran once
-            # that member arrived; before, the path is that member's.
-            add("communication", n, gpu_node, int(last_start[n]), t)
-            joins.append((n, other, len(steps)))
-            t, n = int(last_start[n]), other
-            continue
-        if other == n and first_start[n] < s and not (joins and joins[-1][1] == n):
-            joins.append((n, n, len(steps)))
-        p = int(pred[n])
-        r = min(int(ready[n]), t) if p >= 0 else s
-        own = EXEC_CAUSE.get(cls[n], "compute")
-        if edge[n] == "sync" and not is_gpu[n]:
-            own = "synchronisation"  # the call returned when the GPU work it waited for ended
-        add(own, n, gpu_node, max(r, s), t)
-        if r < s:
-            add(GAP_CAUSE[edge[n]], n, gpu_node, r, s)
-        t, n = (r, p) if p >= 0 else (s, -1)
-    if t > lo and not budget:
-        add("untraced", -1, gpu_node, lo, t)
-
-    names, layers = nodes["name"].to_list(), nodes["layer"].to_list()
-    ranges = nodes["host_range"].to_list()
-    segments = []
-    for cause, node, g, a, b in steps:
-        if node < 0:
-            what, layer, kind = None, None, None
-        elif cause == "host":
-            what, layer, kind = ranges[node], None, None
-        else:
-            what, layer, kind = names[node], layers[node], cls[node]
-        segments.append(Segment(cause, pid[g], device[g], what, layer, kind, a, b))
+    steps, joins, _ = graph.walk_from(end_node, hi, lo, cross=True)
+    segments = graph.segments(steps, file)
     return Walk(
         start_ns=lo,
         end_ns=hi,
-        end_gpu=(pid[end_node], device[end_node]),
+        end_gpu=graph.gpu(file, end_node),
         segments=tuple(segments),
         joins=tuple(
             Join(
-                nodes["op"][n],
-                nodes["ordinal"][n],
-                (pid[n], device[n]),
-                (pid[o], device[o]),
-                int(start[o]),
-                int(start[o] - first_start[o]),
+                graph.op[n],
+                graph.ordinal[n],
+                graph.gpu(file, n),
+                graph.gpu(file, o),
+                graph.start[o],
+                graph.start[o] - graph.first_start[o],
                 first,
             )
             for n, o, first in joins
         ),
-        idle=_idle(nodes, is_gpu, segments, lo, hi),
+        idle=idle_times(graph.busy_pieces(lo, hi), file, segments, lo, hi),
         what_if={},
         what_if_layer=None,
     )
 
 
-def _idle(
-    nodes: pl.DataFrame, is_gpu: np.ndarray, segments: list[Segment], lo: int, hi: int
-) -> dict[tuple[int, int], tuple[int, int]]:
-    """Per GPU of the window: (its idle time in [lo, hi), the part of it under the path's
-    host-side segments on that GPU)."""
-    gpu = nodes.filter(is_gpu).select("pid", "device_id", "start_ns", "end_ns")
+Step = tuple[str, int, int, int, int]  # (cause, node, the GPU node it leads to, start, end)
+
+
+class Graph:
+    """path_node's rows as plain lists, and the walk over them."""
+
+    def __init__(self, nodes: pl.DataFrame) -> None:
+        def column(name: str) -> list[Any]:
+            return nodes[name].to_list()
+
+        self.start, self.end = column("start_ns"), column("end_ns")
+        self.pred, self.ready = column("pred"), column("ready_ns")
+        self.last, self.last_start = column("last_node"), column("last_start_ns")
+        self.first_start = column("first_start_ns")
+        self.is_gpu = (nodes["kind"] == "gpu").to_list()
+        self.pid, self.device = column("pid"), column("device_id")
+        self.cls, self.edge = column("class"), column("edge")
+        self.op, self.ordinal = column("op"), column("ordinal")
+        self.names, self.layers = column("name"), column("layer")
+        self.ranges = column("host_range")
+
+    def gpu(self, file: str, n: int) -> GpuKey:
+        return (file, self.pid[n], self.device[n])
+
+    def end_node(self, lo: int, hi: int) -> int | None:
+        """The GPU activity running at the window's end, else the one that ended last before
+        it (of equal ones, the last to start)."""
+        best: tuple[int, int, int] | None = None
+        for n, gpu in enumerate(self.is_gpu):
+            if gpu and self.start[n] < hi and self.end[n] > lo:
+                key = (min(self.end[n], hi), self.end[n], n)
+                best = key if best is None or key > best else best
+        return None if best is None else best[2]
+
+    def walk_from(
+        self,
+        n: int | None,
+        t: int,
+        lo: int,
+        cross: bool,
+        memo: dict[int, tuple[int, int, int]] | None = None,
+        walk_id: int = 0,
+    ) -> tuple[list[Step], list[tuple[int, int, int]], tuple[str, int, int]]:
+        """The walk from node n, arrived at at instant t, back to `lo`: its steps (latest
+        first), its joins (node, the last member's node, index of the first step after) and
+        how it ended: ("start", -1, lo) at the window's start, ("none", -1, t) before a node
+        with no predecessor, ("collective", node, t) at a collective kernel reached (when not
+        `cross`: where a walk of one file of several stops; the first node never stops), or
+        ("memo", walk, step) at a node an earlier walk reached at the same instant (`memo`:
+        node -> (walk, its step count then, arrival), filled as this walk goes)."""
+        steps: list[Step] = []
+        joins: list[tuple[int, int, int]] = []
+
+        def add(cause: str, node: int, gpu_node: int, a: int, b: int) -> None:
+            a = max(a, lo)
+            if b > a:
+                steps.append((cause, node, gpu_node, a, b))
+
+        assert n is not None
+        gpu_node, first = n, True
+        budget = len(self.start) + 2  # each node at most once: a guard against equal times
+        while t > lo and budget:
+            budget -= 1
+            if n is None:
+                add("untraced", -1, gpu_node, lo, t)
+                return steps, joins, ("none", -1, t)
+            if memo is not None and not first:
+                seen = memo.get(n)
+                if seen is not None and seen[2] == t:
+                    return steps, joins, ("memo", seen[0], seen[1])
+                if seen is None:
+                    memo[n] = (walk_id, len(steps), t)
+            s = self.start[n]
+            if self.is_gpu[n]:
+                gpu_node = n
+            other = self.last[n]
+            if not cross and self.op[n] is not None and not first:
+                return steps, joins, ("collective", n, t)
+            first = False
+            if cross and other is not None and other != n and s < self.last_start[n] <= t:
+                # A collective this GPU reached before the last member: the transfer ran once
+                # that member arrived; before, the path is that member's.
+                add("communication", n, gpu_node, self.last_start[n], t)
+                joins.append((n, other, len(steps)))
+                t, n = self.last_start[n], other
+                continue
+            came_by_join = bool(joins) and joins[-1][1] == n
+            if cross and other == n and self.first_start[n] < s and not came_by_join:
+                joins.append((n, n, len(steps)))
+            p = self.pred[n]
+            r = s if p is None else min(self.ready[n], t)
+            own = EXEC_CAUSE.get(self.cls[n], "compute")
+            if self.edge[n] == "sync" and not self.is_gpu[n]:
+                own = "synchronisation"  # the call returned when the GPU work it waited for ended
+            add(own, n, gpu_node, max(r, s), t)
+            if r < s:
+                add(GAP_CAUSE[self.edge[n]], n, gpu_node, r, s)
+            t, n = (r, p) if p is not None else (s, None)
+        if t > lo:
+            add("untraced", -1, gpu_node, lo, t)
+        return steps, joins, ("start", -1, lo)
+
+    def segments(self, steps: list[Step], file: str) -> list[Segment]:
+        out = []
+        for cause, node, g, a, b in steps:
+            if node < 0:
+                what, layer, kind = None, None, None
+            elif cause == "host":
+                what, layer, kind = self.ranges[node], None, None
+            else:
+                what, layer, kind = self.names[node], self.layers[node], self.cls[node]
+            out.append(Segment(cause, file, self.pid[g], self.device[g], what, layer, kind, a, b))
+        return out
+
+    def busy_pieces(self, lo: int, hi: int) -> dict[tuple[int, int], _Busy]:
+        """Per GPU (pid, device_id), its busy time in [lo, hi)."""
+        per: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
+        for n, gpu in enumerate(self.is_gpu):
+            if gpu:
+                starts, ends = per.setdefault((self.pid[n], self.device[n]), ([], []))
+                starts.append(self.start[n])
+                ends.append(self.end[n])
+        return {key: _Busy(s, e, lo, hi) for key, (s, e) in per.items()}
+
+
+def idle_times(
+    busy: Mapping[tuple[int, int], _Busy],
+    file: str,
+    segments: Sequence[Segment],
+    lo: int,
+    hi: int,
+) -> dict[GpuKey, tuple[int, int]]:
+    """Per GPU of `file` (`busy`: its busy time in [lo, hi)): its idle time in the window and
+    the part of it under the path's host-side segments on that GPU."""
     out = {}
-    for (p, d), rows in gpu.group_by("pid", "device_id", maintain_order=True):
-        busy = _Busy(rows["start_ns"].to_numpy(), rows["end_ns"].to_numpy(), lo, hi)
+    for (pid, dev), b in busy.items():
         under = sum(
-            (g.end_ns - g.start_ns) - busy.within(g.start_ns, g.end_ns)
+            (g.end_ns - g.start_ns) - b.within(g.start_ns, g.end_ns)
             for g in segments
-            if (g.pid, g.device_id) == (p, d) and g.cause in HOST_CAUSES
+            if (g.file, g.pid, g.device_id) == (file, pid, dev) and g.cause in HOST_CAUSES
         )
-        out[(int(p), int(d))] = ((hi - lo) - busy.total, under)
+        out[(file, pid, dev)] = ((hi - lo) - b.total, under)
     return out
 
 
@@ -258,10 +318,11 @@ class _Busy:
     """One GPU's busy time in [lo, hi): the union of its activities, as pieces with the busy
     time before each, so that the busy time within any interval takes two binary searches."""
 
-    def __init__(self, start: np.ndarray, end: np.ndarray, lo: int, hi: int) -> None:
+    def __init__(self, start: Sequence[int], end: Sequence[int], lo: int, hi: int) -> None:
         import numpy as np
 
-        s, e = np.clip(start, lo, hi), np.clip(end, lo, hi)
+        s = np.clip(np.asarray(start, dtype=np.int64), lo, hi)
+        e = np.clip(np.asarray(end, dtype=np.int64), lo, hi)
         order = np.argsort(s, kind="stable")
         s, e = s[order], np.maximum.accumulate(e[order])
         new = np.ones(len(s), dtype=bool)  # a piece starts where no earlier activity reaches

@@ -105,10 +105,11 @@ def _own_critical_path(
     if middle is None:
         return None
     basis, step, lo, hi = choose_window(spans, middle, None, None, None)
-    path = critical_path(con, lo, hi)
+    file = next(iter(ranks))[0] if ranks else ""
+    path = critical_path(con, lo, hi, file)
     if path is None:
         return None
-    rank = {(pid, dev): r for (_, pid, dev), (r, _) in ranks.items()}
+    rank = {key: r for key, (r, _) in ranks.items()}
     return build_critical_path(path, rank, basis, step, _span_what_if(steps, spans, path, step))
 
 
@@ -119,7 +120,8 @@ def _span_what_if(
     path's what-if change each matches (None: the window is not a step)."""
     ordinal = next((s["step_ordinal"] for s in spans if s["name"] == step), None)
     mine = next(
-        (s for s in steps if (s.pid, s.device_id) == path.end_gpu and s.ordinal == ordinal), None
+        (s for s in steps if (s.file, s.pid, s.device_id) == path.end_gpu and s.ordinal == ordinal),
+        None,
     )
     if step is None or mine is None:
         return None

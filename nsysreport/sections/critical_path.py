@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from nsysreport.critical_path import CAUSES, GPU_CAUSES, HOST_CAUSES, Join, Walk
+from nsysreport.critical_path import CAUSES, GPU_CAUSES, HOST_CAUSES, GpuKey, Join, Walk
 from nsysreport.units import fmt_ns, fmt_pct, pct, short_kernel_name
 
 CAUSE_LABELS = {
@@ -22,8 +22,6 @@ CAUSE_LABELS = {
     "untraced": "untraced",
 }
 TOP_ITEMS = 10
-
-GpuKey = tuple[int, int]  # (pid, device_id) of the one file walked
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +63,7 @@ class PathRank:
     that the idle time not on the path (slack: shortening it would not shorten the window)."""
 
     rank: int
+    file: str
     pid: int
     device_id: int
     on_path_ns: int
@@ -161,7 +160,7 @@ def build_critical_path(
     for s in path.segments:
         ns = s.end_ns - s.start_ns
         totals[s.cause] += ns
-        gpu = (s.pid, s.device_id)
+        gpu = (s.file, s.pid, s.device_id)
         per_rank[gpu] = per_rank.get(gpu, 0) + ns
         key = (s.cause, ranks[gpu], s.what, s.layer)
         items[key] = items.get(key, 0) + ns
@@ -177,8 +176,9 @@ def build_critical_path(
             (
                 PathRank(
                     rank=ranks[gpu],
-                    pid=gpu[0],
-                    device_id=gpu[1],
+                    file=gpu[0],
+                    pid=gpu[1],
+                    device_id=gpu[2],
                     on_path_ns=per_rank.get(gpu, 0),
                     on_path_pct=pct(per_rank.get(gpu, 0), length),
                     idle_ns=idle,
@@ -186,7 +186,7 @@ def build_critical_path(
                 )
                 for gpu, (idle, under) in path.idle.items()
             ),
-            key=lambda r: (r.rank, r.pid, r.device_id),
+            key=lambda r: (r.rank, r.file, r.pid, r.device_id),
         )
     )
     waits = tuple(_wait(path, j, ranks) for j in path.joins)
@@ -274,7 +274,7 @@ def _wait(path: Walk, j: Join, ranks: Mapping[GpuKey, int]) -> PathWait:
     since = j.arrival_ns - j.wait_ns
     doing: dict[tuple[str, str | None, str | None], int] = {}
     for s in path.segments[j.first :]:
-        if (s.pid, s.device_id) != j.to_gpu or s.end_ns <= since:
+        if (s.file, s.pid, s.device_id) != j.to_gpu or s.end_ns <= since:
             break
         ns = min(s.end_ns, j.arrival_ns) - max(s.start_ns, since)
         if ns > 0:
