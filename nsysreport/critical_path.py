@@ -283,7 +283,7 @@ class Graph:
             out.append(Segment(cause, file, self.pid[g], self.device[g], what, layer, kind, a, b))
         return out
 
-    def busy_pieces(self, lo: int, hi: int) -> dict[tuple[int, int], _Busy]:
+    def busy_pieces(self, lo: int, hi: int) -> dict[tuple[int, int], Busy]:
         """Per GPU (pid, device_id), its busy time in [lo, hi)."""
         per: dict[tuple[int, int], tuple[list[int], list[int]]] = {}
         for n, gpu in enumerate(self.is_gpu):
@@ -291,11 +291,11 @@ class Graph:
                 starts, ends = per.setdefault((self.pid[n], self.device[n]), ([], []))
                 starts.append(self.start[n])
                 ends.append(self.end[n])
-        return {key: _Busy(s, e, lo, hi) for key, (s, e) in per.items()}
+        return {key: Busy(s, e, lo, hi) for key, (s, e) in per.items()}
 
 
 def idle_times(
-    busy: Mapping[tuple[int, int], _Busy],
+    busy: Mapping[tuple[int, int], Busy],
     file: str,
     segments: Sequence[Segment],
     lo: int,
@@ -314,7 +314,7 @@ def idle_times(
     return out
 
 
-class _Busy:
+class Busy:
     """One GPU's busy time in [lo, hi): the union of its activities, as pieces with the busy
     time before each, so that the busy time within any interval takes two binary searches."""
 

@@ -22,9 +22,17 @@ from nsysreport.align import align_files
 from nsysreport.file_frames import FileFrames, file_frames
 from nsysreport.load import open_trace
 from nsysreport.model import Report
+from nsysreport.path_across_files import FilePath, local_walks, stitch
 from nsysreport.patterns import Patterns
 from nsysreport.ranks import assign_ranks
-from nsysreport.report_builder import build, build_timeline, step_spans, timeline_rows
+from nsysreport.report_builder import (
+    build,
+    build_timeline,
+    critical_path_section,
+    job_window,
+    step_spans,
+    timeline_rows,
+)
 from nsysreport.user_facts import Facts
 from nsysreport.workers import Workers
 
@@ -52,6 +60,12 @@ def file_timeline_rows(task: tuple[FileJob, int, int, int]) -> list[dict[str, An
     """The worker's second job: one file's timeline rows in [lo, hi) of its own clock."""
     job, lo, hi, max_rows = task
     return timeline_rows(_open(job), lo, hi, max_rows)
+
+
+def file_path_walks(task: tuple[FileJob, int, int]) -> FilePath:
+    """The worker's third job: one file's part of the critical path in [lo, hi) of its clock."""
+    job, lo, hi = task
+    return local_walks(_open(job), job.name, lo, hi)
 
 
 def _open(job: FileJob) -> Any:
@@ -131,7 +145,20 @@ def build_multi_report(
             timeline = build_timeline(
                 middles, offsets, ranks, spans, fetch, timeline_step, timeline_range
             )
-    return replace(report, timeline=timeline)
+            window = job_window(middles, offsets, spans)
+            path = None
+            if window is not None:
+                if progress:
+                    progress("walking the critical path")
+                basis, step, lo, hi = window
+                tasks = [(job, lo - off, hi - off) for job, off in zip(jobs_, offsets, strict=True)]
+                walked = stitch(workers.map(file_path_walks, tasks), offsets, lo, hi)
+                path = (
+                    None
+                    if walked is None
+                    else critical_path_section(walked, report.steps, spans, ranks, basis, step)
+                )
+    return replace(report, timeline=timeline, critical_path=path)
 
 
 def _labels(paths: Sequence[Path]) -> list[str]:

@@ -100,8 +100,8 @@ def _own_critical_path(
 ) -> CriticalPath | None:
     """The critical path of the trace loaded in `con` through the window the timeline draws by
     default, whatever the display options: the median step (`spans`: step_span's rows), else
-    the middle of the trace (`middle`: activity_middle's row of it). A report of several files
-    has none yet: its path would cross files at their collectives."""
+    the middle of the trace (`middle`: activity_middle's row of it). (A report of several
+    files walks each file's part in its worker: nsysreport.path_across_files.)"""
     if middle is None:
         return None
     basis, step, lo, hi = choose_window(spans, middle, None, None, None)
@@ -109,8 +109,46 @@ def _own_critical_path(
     path = critical_path(con, lo, hi, file)
     if path is None:
         return None
+    return critical_path_section(path, steps, spans, ranks, basis, step)
+
+
+def critical_path_section(
+    path: Walk,
+    steps: Sequence[StepReport],
+    spans: list[dict[str, Any]],
+    ranks: Ranks,
+    basis: str,
+    step: str | None,
+) -> CriticalPath:
+    """The report's section of a walked path (one file's, or stitched across files)."""
     rank = {key: r for key, (r, _) in ranks.items()}
     return build_critical_path(path, rank, basis, step, _span_what_if(steps, spans, path, step))
+
+
+def job_window(
+    middles: Sequence[tuple[str, dict[str, Any] | None]],
+    offsets: Sequence[int],
+    spans: list[dict[str, Any]],
+) -> tuple[str, str | None, int, int] | None:
+    """The window the timeline draws by default, over all files (aligned): the median step
+    (`spans`: step_span's rows of the job), else the reference file's middle window (`middles`:
+    each file's name and activity_middle row). None: no activity."""
+    known = [(m, off) for (_, m), off in zip(middles, offsets, strict=True) if m is not None]
+    if not known:
+        return None
+    return choose_window(spans, merged_middle(known), None, None, None)
+
+
+def merged_middle(middles: Sequence[tuple[dict[str, Any], int]]) -> dict[str, Any]:
+    """activity_middle's row of the job from each file's (with its clock offset): the first
+    and last activity over all files, the reference file's middle window."""
+    ref, ref_off = middles[0]
+    return {
+        "first_ns": min(m["first_ns"] + off for m, off in middles),
+        "last_ns": max(m["last_ns"] + off for m, off in middles),
+        "start_ns": ref["start_ns"] + ref_off,
+        "end_ns": ref["end_ns"] + ref_off,
+    }
 
 
 def _span_what_if(
@@ -586,13 +624,7 @@ def build_timeline(
     middles = [(m, off) for (_, m), off in zip(files, offsets, strict=True) if m is not None]
     if not middles:
         return None
-    ref, ref_off = middles[0]
-    middle = {
-        "first_ns": min(m["first_ns"] + off for m, off in middles),
-        "last_ns": max(m["last_ns"] + off for m, off in middles),
-        "start_ns": ref["start_ns"] + ref_off,
-        "end_ns": ref["end_ns"] + ref_off,
-    }
+    middle = merged_middle(middles)
     basis, name, lo, hi = choose_window(spans, middle, step, *timeline_range)
     # Each file gets its share of the rows drawn, but never fewer than 200 (or the cap).
     share = max(min(200, MAX_ROWS), MAX_ROWS // len(files))

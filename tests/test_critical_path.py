@@ -17,6 +17,9 @@ from nsysreport.compare import as_json as compare_json
 from nsysreport.compare import compare_reports, critical_path_sentence
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
+from nsysreport.multi import build_multi_report
+from nsysreport.path_across_files import local_walks
+from nsysreport.patterns import Patterns
 from nsysreport.report_builder import build_report
 from nsysreport.synth import ApiCall, GraphLaunch, Kernel, NvtxRange, Scenario, write_trace
 
@@ -295,3 +298,56 @@ def test_mfu_names_what_the_late_rank_was_doing() -> None:
     worst = max(cp.waits, key=lambda w: w.wait_ns)
     assert cp.drill_down.startswith(f"Rank {worst.last_rank} arrived ")
     assert worst.doing_ns > 0
+
+
+def ddp_rank(rank: int) -> Scenario:
+    """One rank of a data-parallel step: compute kernels of 100 ns (rank 0) or 150 ns (rank 1)
+    back to back on stream 7 from 0; each of two all-reduces on stream 9 starts 10 after the
+    second and the fourth kernel end (its gradient ready) and lasts 50 past the later rank's
+    arrival. Rank 1 arrives last at both: 310 and 610; both end at 360 and 660."""
+    pid, d = 100 + rank, (100, 150)[rank]
+    kernels = [
+        Kernel(d * k, d * (k + 1), GEMM, device=rank, pid=pid, launch=(-90 + 5 * k, -88 + 5 * k))
+        for k in range(4)
+    ]
+    kernels += [
+        Kernel(2 * d + 10, 360, ALL_REDUCE, device=rank, pid=pid, stream=9, launch=(-60, -58)),
+        Kernel(4 * d + 10, 660, ALL_REDUCE, device=rank, pid=pid, stream=9, launch=(-50, -48)),
+    ]
+    return Scenario(kernels=kernels, nvtx=[NvtxRange(-100, 700, "step 1", pid=pid)])
+
+
+def test_across_files_each_node_is_walked_once_and_the_path_is_the_one_file_s(
+    tmp_path: Path,
+) -> None:
+    """Path: rank 1's second all-reduce's transfer [610, 660) <- waiting 10 for its gradient
+    <- rank 1's four kernels [0, 600): communication 50, GPU waiting 10, compute 600, the same
+    from the one file and from a file per rank. In rank 1's file, the walk from the second
+    all-reduce meets the first one's at its second kernel (both arrive there at 300): it stops
+    there and goes on as that walk."""
+    one = write_trace(
+        Scenario(
+            kernels=[*ddp_rank(0).kernels, *ddp_rank(1).kernels],
+            nvtx=[*ddp_rank(0).nvtx, *ddp_rank(1).nvtx],
+        ),
+        tmp_path / "one.sqlite",
+    )
+    files = [write_trace(ddp_rank(r), tmp_path / f"rank{r}.sqlite") for r in (0, 1)]
+    single = build_report(open_trace(one), one).critical_path
+    multi = build_multi_report(files, Patterns(), cache=False).critical_path
+    for path in (single, multi):
+        assert path is not None
+        assert {c.cause: c.ns for c in path.causes if c.ns} == {
+            "compute": 600,
+            "gpu_wait": 10,
+            "communication": 50,
+        }
+        assert [(w.op, w.ordinal, w.last_rank, w.wait_ns) for w in path.waits] == [
+            ("AllReduce", 2, 1, 200)
+        ]
+    walks = local_walks(open_trace(files[1]), "rank1.sqlite", 0, 660).walks
+    entries = {w.entry[:2]: w for w in walks if w.entry is not None}
+    first, second = entries[("AllReduce", 1)], entries[("AllReduce", 2)]
+    assert first.tail is None and first.stop is None  # down to the window's start
+    assert second.tail == (walks.index(first), 1)  # from kernel 2, after the wait [300, 310)
+    assert sum(s.end_ns - s.start_ns for s in second.segments) == 610 - 300

@@ -409,3 +409,18 @@ def test_compare_and_gate_take_a_directory_of_per_rank_files_as_one_config(
     gate = runner.invoke(app, ["gate", folders[1], "--max", "exposed_comm_pct=100"])
     assert gate.exit_code == 0, gate.output
     assert "tp4" in gate.output
+
+
+def test_the_critical_path_across_files_is_the_one_file_s(run: dict[str, Any]) -> None:
+    """Each file walks its part in its worker and the parts are strung together at the
+    collectives on the aligned clock: the same path as the walk of the one file with every GPU
+    (the straggler rank 2 holds all of it), but the what-ifs, which need every file's nodes."""
+    single, multi = run["single"]["critical_path"], run["multi"]["critical_path"]
+    for key in ("length_ns", "causes", "items", "waits", "summary", "drill_down", "end_rank"):
+        assert multi[key] == single[key], key
+    assert [(r["rank"], r["on_path_ns"], r["slack_ns"]) for r in multi["ranks"]] == [
+        (r["rank"], r["on_path_ns"], r["slack_ns"]) for r in single["ranks"]
+    ]
+    assert [r["file"] for r in multi["ranks"]] == [f"rank{r}.sqlite" for r in range(4)]
+    assert multi["drill_down"].startswith(f"Rank {STRAGGLER} arrived ")
+    assert single["what_if"] and multi["what_if"] == []
