@@ -207,7 +207,7 @@ def _critical_path_share(report: Report, cause: str | None) -> Measure:
             + ", ".join(CAUSES)
         )
     if path is None:
-        return Measure(None, note="no critical path (a report of several files, or no GPU work)")
+        return Measure(None, note="no critical path (no GPU work)")
     wanted = HOST_CAUSES if chosen == HOST_SIDE else (chosen,)
     ns = sum(c.ns for c in path.causes if c.cause in wanted)
     window = f"{path.basis} {path.step}" if path.step else path.basis
@@ -218,7 +218,7 @@ def _critical_path_wait(report: Report, _: str | None) -> Measure:
     """The longest wait for a rank at a collective on the critical path."""
     path = report.critical_path
     if path is None:
-        return Measure(None, note="no critical path (a report of several files, or no GPU work)")
+        return Measure(None, note="no critical path (no GPU work)")
     if not path.waits:
         return Measure(0.0, None, "no collective on the path waited for a rank")
     w = path.longest_waits[0]
