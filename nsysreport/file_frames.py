@@ -44,6 +44,7 @@ FRAME_QUERIES = (
     "capture_diagnostic",
     "gpu_listed",
     "export_gaps",
+    "launch_summary",
 )
 # What the job-level analyses read of a file of several, on the aligned clock: its collective
 # instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and

@@ -43,6 +43,7 @@ from nsysreport.sections.gpu_breakdown import (
 )
 from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric
 from nsysreport.sections.kernels import KernelSummary
+from nsysreport.sections.launches import LaunchStream, launch_sentence
 from nsysreport.sections.layers import (
     OUTSIDE,
     LayerAcrossGpus,
@@ -117,13 +118,19 @@ class Report:
     communicators: tuple[CommunicatorReport, ...] = ()  # per GPU and communicator, with role
     communicator_steps: tuple[CommunicatorStep, ...] = ()  # per GPU, step and communicator
     communicator_layers: tuple[CommunicatorLayer, ...] = ()  # per GPU, layer and communicator
-    critical_path: CriticalPath | None = None  # one file: what set the median step's length
+    critical_path: CriticalPath | None = None  # what set the median step's length
+    launches: tuple[LaunchStream, ...] = ()  # per GPU stream: how the host fed it
 
     @property
     def roles(self) -> tuple[RoleSummary, ...]:
         """Per communicator role over all GPUs, the costliest first (hidden share, step cost)."""
         spans = {(g.file, g.pid, g.device_id): g.span_ns for g in self.gpus}
         return role_summaries(self.communicators, self.communicator_steps, self.steps, spans)
+
+    @property
+    def launch_summary(self) -> str | None:
+        """How the host fed the GPUs, in a sentence (sections.launches)."""
+        return launch_sentence(self.launches)
 
     @property
     def median_step_ns(self) -> float | None:
@@ -212,7 +219,8 @@ class Report:
             if data["schema_version"] >= 2
             else None
         )
-        # Absent from reports written before the GPU metrics and communicators sections: none.
+        # Absent from reports written before the GPU metrics, communicators and launches
+        # sections: none.
         gpu_metrics: dict[str, Any] = {
             key: r.field(data, "", key, hint) if key in data else ()
             for key, hint in (
@@ -221,6 +229,7 @@ class Report:
                 ("communicators", tuple[CommunicatorReport, ...]),
                 ("communicator_steps", tuple[CommunicatorStep, ...]),
                 ("communicator_layers", tuple[CommunicatorLayer, ...]),
+                ("launches", tuple[LaunchStream, ...]),
             )
         }
         path = (
@@ -404,6 +413,7 @@ JSON_SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[[Report], Any]], ...] 
         lambda report: plain(report.roles),
     ),
     ("critical_path", ("critical_path",), _rows("critical_path")),
+    ("launches", ("launches",), _rows("launches")),
 )
 
 

@@ -46,6 +46,7 @@ from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
 from nsysreport.sections.gpu_metrics import build_gpu_metrics
 from nsysreport.sections.kernels import build_kernels
+from nsysreport.sections.launches import build_launches
 from nsysreport.sections.layers import build_layers
 from nsysreport.sections.quality import merge_quality
 from nsysreport.sections.steps import StepReport, build_steps
@@ -291,6 +292,7 @@ def build(
     with _stacked_tables(files, offsets, ranks) if job is None else nullcontext(job) as tables:
         stragglers = _stragglers(tables, ranks)
         top_kernels = build_kernels(tables.con, top)
+    launches = build_launches(rows("launch_summary"), rank)
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(
         rows("gpu_metric_summary"), rows("gpu_metric_ignored"), rank
     )
@@ -364,6 +366,7 @@ def build(
         communicators=comms_t,
         communicator_steps=comm_steps_t,
         communicator_layers=comm_layers_t,
+        launches=launches,
     )
 
 

@@ -17,6 +17,7 @@ from nsysreport.compare import (
 )
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS, Diagnostic
+from nsysreport.sections.critical_path import HOST_BOUND_PCT
 from nsysreport.sections.gpu_metrics import summary_line as gpu_metrics_line
 from nsysreport.sections.verdict import RECAPTURE
 from nsysreport.units import fmt_count, fmt_ns, fmt_pct
@@ -108,6 +109,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
     if critical is not None:
         drill = f" {critical.drill_down}" if critical.drill_down else ""
         console.print(f"[bold]Critical path:[/] {critical.summary}{drill}", soft_wrap=True)
+        host = critical.share("host_side")
+        if report.launch_summary and host is not None and host >= HOST_BOUND_PCT:
+            console.print(f"[bold]Launches:[/] {report.launch_summary}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
 

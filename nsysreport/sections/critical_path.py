@@ -22,6 +22,8 @@ CAUSE_LABELS = {
     "untraced": "untraced",
 }
 TOP_ITEMS = 10
+# A path whose GPU waits on the host side this much of the window: the host's launches explain it.
+HOST_BOUND_PCT = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +139,9 @@ class CriticalPath:
         return tuple(ranked[:TOP_ITEMS])
 
     def share(self, cause: str) -> float | None:
-        """`cause`'s % of the window."""
+        """`cause`'s % of the window; `host_side`: every host-side cause's together."""
+        if cause == "host_side":
+            return pct(sum(c.ns for c in self.causes if c.cause in HOST_CAUSES), self.length_ns)
         return next((c.pct for c in self.causes if c.cause == cause), None)
 
 
