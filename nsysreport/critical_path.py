@@ -111,12 +111,16 @@ def critical_path(
 ) -> Walk | None:
     """The path through [start_ns, end_ns) of the trace loaded in `con`, with the window's
     length under each of WHAT_IFS; None when no GPU activity overlaps the window."""
-    from dataclasses import replace
-
     nodes = run_query(con, "path_node", {"start_ns": start_ns, "end_ns": end_ns})
     path = walk(nodes, start_ns, end_ns, file)
-    if path is None:
-        return None
+    return None if path is None else with_what_ifs(path, nodes)
+
+
+def with_what_ifs(path: Walk, nodes: pl.DataFrame) -> Walk:
+    """`path` (walked over `nodes`, path_node's rows) with the window's length under each of
+    WHAT_IFS."""
+    from dataclasses import replace
+
     layers: dict[str, int] = {}
     for s in path.segments:
         if s.cause == "compute" and s.layer is not None and s.kernel_class == "gemm":
@@ -131,7 +135,7 @@ def critical_path(
             factor if c in scaled and (change != "layer_gemm_2x" or layer == top_layer) else 1.0
             for c, layer in zip(classes, in_layer, strict=True)
         ]
-        lengths[change] = recompute(nodes, start_ns, end_ns, factors)
+        lengths[change] = recompute(nodes, path.start_ns, path.end_ns, factors)
     return replace(path, what_if=lengths, what_if_layer=top_layer)
 
 
