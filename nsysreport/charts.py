@@ -78,6 +78,10 @@ EXPOSED_STYLE: dict[str, Any] = {
     "hatch": "////",
     "lw": 0,  # no outline: many short stretches would draw as solid lines
 }
+# The critical path along the top of each GPU's rows: solid where it runs on the GPU, dashed
+# where the GPU waited on the host side (launches, CUDA calls, synchronisation, host code).
+PATH_STYLE: dict[str, Any] = {"color": "#000000", "lw": 2.2, "solid_capstyle": "butt"}
+PATH_HOST_STYLE: dict[str, Any] = {**PATH_STYLE, "lw": 1.4, "linestyle": (0, (2, 1.5))}
 WIDTH = 7.5  # inches: fits an A4 or Letter page between margins
 # Pieces closer than this share of the window (about a pixel) are drawn as one bar, and gaps
 # shorter than it are not drawn: a sliver that thin shows nothing, and leaving it out keeps
@@ -230,9 +234,12 @@ def _bars(
     ax.add_artist(PathPatch(Path(vertices, codes), **style))
 
 
-def timeline_chart(t: Timeline) -> str:
+def timeline_chart(t: Timeline, path: Sequence[tuple[int, int, int, bool]] = ()) -> str:
     """One row per (GPU, stream): activities coloured by class over the window; behind each
-    GPU's rows, exposed communication in hatched vermillion and idle gaps in grey."""
+    GPU's rows, exposed communication in hatched vermillion and idle gaps in grey; along the
+    top of each GPU's rows, the critical path's pieces on it (`path`: rank, start and end from
+    the window's start, on the GPU or waiting on the host side): solid on the GPU, dashed
+    where it waited on the host side."""
     from matplotlib.patches import Patch
 
     lanes = [(g, lane) for g in t.gpus for lane in g.lanes]
@@ -256,19 +263,30 @@ def timeline_chart(t: Timeline) -> str:
             _bars(ax, exposed, top - 0.5, y - top, zorder=3, **EXPOSED_STYLE)
             if top:
                 ax.axhline(top - 0.5, color="#888888", lw=0.6)
+            for rank, start, end, on_gpu in path:
+                if rank == g.rank:
+                    ax.plot(
+                        [start / scale, end / scale], [top - 0.42] * 2, zorder=4,
+                        **(PATH_STYLE if on_gpu else PATH_HOST_STYLE),
+                    )  # fmt: skip
         ax.set_yticks(range(len(labels)), labels, fontsize=8 if len(lanes) <= 24 else 6)
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlim(0, t.duration_ns / scale)
         ax.set_xlabel(f"time from the window start ({unit})")
         ax.tick_params(axis="y", length=0)
         drawn = {cls for _, lane in lanes for cls in lane.pieces}
-        handles = [
+        handles: list[Any] = [
             Patch(color=CLASS_COLOURS[c], label=CLASS_LABELS[c])
             for c in CLASS_COLOURS
             if c != "graph" or c in drawn
         ]
         handles.append(Patch(label="exposed comm", **EXPOSED_STYLE))
         handles.append(Patch(color=PART_COLOURS["idle"], alpha=0.35, lw=0, label="idle gap"))
+        if path:
+            from matplotlib.lines import Line2D
+
+            handles.append(Line2D([], [], label="critical path", **PATH_STYLE))
+            handles.append(Line2D([], [], label="path: host side", **PATH_HOST_STYLE))
         ax.legend(
             handles=handles, ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False
         )

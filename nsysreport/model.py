@@ -128,6 +128,14 @@ class Report:
         return role_summaries(self.communicators, self.communicator_steps, self.steps, spans)
 
     @property
+    def path_on_timeline(self) -> bool:
+        """The timeline draws the critical path's window, so the path is drawn on it."""
+        t, p = self.timeline, self.critical_path
+        if t is None or p is None:
+            return False
+        return (t.start_ns, t.start_ns + t.window_ns) == (p.start_ns, p.end_ns)
+
+    @property
     def launch_summary(self) -> str | None:
         """How the host fed the GPUs, in a sentence (sections.launches)."""
         return launch_sentence(self.launches)

@@ -61,7 +61,10 @@ def drawings(report: Report, overview: Overview | None = None) -> dict[str, Draw
             (overview.what_if.now_ns, overview.what_if.spans_ns),
         )
     if report.timeline is not None and report.timeline.gpus:
-        out["timeline"] = (charts.timeline_chart, (report.timeline,))
+        out["timeline"] = (
+            charts.timeline_chart,
+            (report.timeline, _path_drawn(report) if report.path_on_timeline else ()),
+        )
     if report.steps:
         out["steps"] = (charts.step_series_chart, (report.steps,))
     if overview.layers is not None:
@@ -69,6 +72,18 @@ def drawings(report: Report, overview: Overview | None = None) -> dict[str, Draw
     if overview.gaps is not None:
         out["gaps"] = (charts.gap_histogram_chart, ([g.gaps for g in gpus],))
     return out
+
+
+def _path_drawn(report: Report) -> tuple[tuple[int, int, int, bool], ...]:
+    """The critical path's pieces on the timeline's clock, from its start: (rank, start, end,
+    on the GPU), those in the part drawn."""
+    t, path = report.timeline, report.critical_path
+    assert t is not None and path is not None
+    return tuple(
+        (p.rank, p.start_ns - t.start_ns, min(p.end_ns, t.end_ns) - t.start_ns, p.on_gpu)
+        for p in path.pieces
+        if p.start_ns < t.end_ns
+    )
 
 
 def pictures(report: Report, overview: Overview | None = None) -> dict[str, str]:

@@ -100,6 +100,17 @@ class PathWait:
 
 
 @dataclass(frozen=True, slots=True)
+class PathPiece:
+    """A stretch of the path on one rank, for the timeline: consecutive segments on it, on its
+    GPU (`on_gpu`: a GPU cause) or waiting on the host side."""
+
+    rank: int
+    start_ns: int
+    end_ns: int
+    on_gpu: bool
+
+
+@dataclass(frozen=True, slots=True)
 class PathWhatIf:
     """A change and the window's length it gives: recomputed over the path's graph
     (`path_ns`), and where the span-based what-if of the step has the same change, its
@@ -131,6 +142,7 @@ class CriticalPath:
     drill_down: str | None  # the costliest crossing, in a sentence
     what_if: tuple[PathWhatIf, ...] = ()
     what_if_note: str | None = None  # where the path and the span-based projection disagree
+    pieces: tuple[PathPiece, ...] = ()  # the path in time order, for the timeline
 
     @property
     def longest_waits(self) -> tuple[PathWait, ...]:
@@ -215,7 +227,21 @@ def build_critical_path(
         drill_down=_drill_down(waits),
         what_if=(changes := _what_ifs(path, length, span_what_if or {})),
         what_if_note=_disagreement(changes, length),
+        pieces=_pieces(path, ranks),
     )
+
+
+def _pieces(path: Walk, ranks: Mapping[GpuKey, int]) -> tuple[PathPiece, ...]:
+    """The path's segments in time order, consecutive ones on one rank and side joined."""
+    out: list[PathPiece] = []
+    for s in reversed(path.segments):
+        rank, on_gpu = ranks[(s.file, s.pid, s.device_id)], s.cause in GPU_CAUSES
+        last = out[-1] if out else None
+        if last and (last.rank, last.on_gpu, last.end_ns) == (rank, on_gpu, s.start_ns):
+            out[-1] = PathPiece(rank, last.start_ns, s.end_ns, on_gpu)
+        else:
+            out.append(PathPiece(rank, s.start_ns, s.end_ns, on_gpu))
+    return tuple(out)
 
 
 WHAT_IF_LABELS = {
