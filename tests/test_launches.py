@@ -61,3 +61,30 @@ def test_the_sentence_names_the_busiest_stream(tmp_path: Path) -> None:
         "average."
     )
     assert launch_sentence(()) is None
+
+
+def test_a_gap_names_the_nvtx_range_its_next_kernel_was_launched_from(tmp_path: Path) -> None:
+    """A GEMM [0, 100), then the GPU idles until a GEMM [1000, 1100) launched at (900, 910)
+    inside `optimizer.step` [850, 950) (a registered string), itself inside `step 1`: the gap's
+    host range is the innermost loaded one, `optimizer.step` (the inline-text op range inside
+    it is one the loader leaves out, nvtx_roleless). A gap whose next kernel was launched
+    outside any range: none."""
+    scenario = Scenario(
+        kernels=[
+            Kernel(0, 100, GEMM, launch=(-20, -10)),
+            Kernel(1_000, 1_100, GEMM, launch=(900, 910)),
+            Kernel(3_000, 3_100, GEMM, launch=(2_900, 2_910)),
+        ],
+        nvtx=[
+            NvtxRange(-50, 1_200, "step 1"),
+            NvtxRange(850, 950, "optimizer.step", registered=True),
+            # An inline text no role pattern matches (emit_nvtx's): not loaded, never named.
+            NvtxRange(880, 940, "aten::add_, seq = 7"),
+        ],
+    )
+    path = write_trace(scenario, tmp_path / "gaps.sqlite")
+    (gpu,) = build_report(open_trace(path), path).gpus
+    assert [(g.duration_ns, g.host_range) for g in gpu.gaps.top] == [
+        (1_900, None),
+        (900, "optimizer.step"),
+    ]

@@ -25,6 +25,7 @@ class Gap:
     after_name: str | None
     after_class: str | None
     sync_call: str | None
+    host_range: str | None = None  # the NVTX range the launching thread was in at the launch
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,10 @@
 --   GPU activity  stream  the activity before it on its stream (stream order), at its end;
 --                 event   the activity of another stream of its GPU that ended last before it
 --                         started, when that is after both other candidates: a cross-stream
---                         wait (cudaStreamWaitEvent; nsys records no link from an event wait to
---                         the stream it waits on, so the wait is inferred from the timing);
+--                         wait (cudaStreamWaitEvent), inferred from the timing: nsys records
+--                         the wait (SYNCHRONIZATION, syncType 2) but the stream an event was
+--                         recorded on only under --cuda-event-trace (CUPTI_ACTIVITY_KIND_
+--                         CUDA_EVENT), empty in every real export here (docs/export-format.md);
 --                 launch  the API call with its correlation id (a CUDA graph's replayed kernels
 --                         share their cudaGraphLaunch's), at the call's end, or at the
 --                         activity's start when it started before the call returned.
