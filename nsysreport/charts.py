@@ -78,10 +78,13 @@ EXPOSED_STYLE: dict[str, Any] = {
     "hatch": "////",
     "lw": 0,  # no outline: many short stretches would draw as solid lines
 }
-# The critical path along the top of each GPU's rows: solid where it runs on the GPU, dashed
-# where the GPU waited on the host side (launches, CUDA calls, synchronisation, host code).
-PATH_STYLE: dict[str, Any] = {"color": "#000000", "lw": 2.2, "solid_capstyle": "butt"}
-PATH_HOST_STYLE: dict[str, Any] = {**PATH_STYLE, "lw": 1.4, "linestyle": (0, (2, 1.5))}
+# The critical path as a band along the top of each GPU's rows: black where it runs on the
+# GPU, grey where the GPU waited on the host side (launches, CUDA calls, synchronisation, host
+# code). Bars, not lines: one compound path per GPU however many pieces (a line per piece made
+# a host-bound trace's page 3x larger).
+PATH_STYLE: dict[str, Any] = {"facecolor": "#000000"}
+PATH_HOST_STYLE: dict[str, Any] = {"facecolor": "#9a9a9a"}
+PATH_HEIGHT = 0.14
 WIDTH = 7.5  # inches: fits an A4 or Letter page between margins
 # Pieces closer than this share of the window (about a pixel) are drawn as one bar, and gaps
 # shorter than it are not drawn: a sliver that thin shows nothing, and leaving it out keeps
@@ -238,8 +241,8 @@ def timeline_chart(t: Timeline, path: Sequence[tuple[int, int, int, bool]] = ())
     """One row per (GPU, stream): activities coloured by class over the window; behind each
     GPU's rows, exposed communication in hatched vermillion and idle gaps in grey; along the
     top of each GPU's rows, the critical path's pieces on it (`path`: rank, start and end from
-    the window's start, on the GPU or waiting on the host side): solid on the GPU, dashed
-    where it waited on the host side."""
+    the window's start, on the GPU or waiting on the host side): black on the GPU, grey where
+    it waited on the host side."""
     from matplotlib.patches import Patch
 
     lanes = [(g, lane) for g in t.gpus for lane in g.lanes]
@@ -263,12 +266,11 @@ def timeline_chart(t: Timeline, path: Sequence[tuple[int, int, int, bool]] = ())
             _bars(ax, exposed, top - 0.5, y - top, zorder=3, **EXPOSED_STYLE)
             if top:
                 ax.axhline(top - 0.5, color="#888888", lw=0.6)
-            for rank, start, end, on_gpu in path:
-                if rank == g.rank:
-                    ax.plot(
-                        [start / scale, end / scale], [top - 0.42] * 2, zorder=4,
-                        **(PATH_STYLE if on_gpu else PATH_HOST_STYLE),
-                    )  # fmt: skip
+            for on_gpu in (True, False):
+                mine = [(a, b) for r, a, b, gpu in path if r == g.rank and gpu == on_gpu]
+                style = PATH_STYLE if on_gpu else PATH_HOST_STYLE
+                bars = _merge(mine, tolerance, scale, min_width=tolerance)
+                _bars(ax, bars, top - 0.5, PATH_HEIGHT, zorder=4, lw=0, **style)
         ax.set_yticks(range(len(labels)), labels, fontsize=8 if len(lanes) <= 24 else 6)
         ax.set_ylim(len(labels) - 0.5, -0.5)
         ax.set_xlim(0, t.duration_ns / scale)
@@ -283,10 +285,8 @@ def timeline_chart(t: Timeline, path: Sequence[tuple[int, int, int, bool]] = ())
         handles.append(Patch(label="exposed comm", **EXPOSED_STYLE))
         handles.append(Patch(color=PART_COLOURS["idle"], alpha=0.35, lw=0, label="idle gap"))
         if path:
-            from matplotlib.lines import Line2D
-
-            handles.append(Line2D([], [], label="critical path", **PATH_STYLE))
-            handles.append(Line2D([], [], label="path: host side", **PATH_HOST_STYLE))
+            handles.append(Patch(lw=0, label="critical path", **PATH_STYLE))
+            handles.append(Patch(lw=0, label="path: host side", **PATH_HOST_STYLE))
         ax.legend(
             handles=handles, ncols=4, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False
         )

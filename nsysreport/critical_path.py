@@ -12,7 +12,7 @@ graph; the node table holds the window and a margin, never the whole trace.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
@@ -119,8 +119,6 @@ def critical_path(
 def with_what_ifs(path: Walk, nodes: pl.DataFrame) -> Walk:
     """`path` (walked over `nodes`, path_node's rows) with the window's length under each of
     WHAT_IFS."""
-    from dataclasses import replace
-
     layers: dict[str, int] = {}
     for s in path.segments:
         if s.cause == "compute" and s.layer is not None and s.kernel_class == "gemm":

@@ -62,9 +62,10 @@ queue AS (
 ),
 latency AS (
     SELECT pid, device_id, stream_id, count(*) AS launched,
-        quantile_cont(greatest(start_ns - call_end_ns, 0), 0.5) AS latency_p50_ns,
-        quantile_cont(greatest(start_ns - call_end_ns, 0), 0.9) AS latency_p90_ns,
-        quantile_cont(greatest(start_ns - call_end_ns, 0), 0.99) AS latency_p99_ns
+        -- In DOUBLE: a call's end can be any BIGINT, and the difference of two can overflow.
+        quantile_cont(greatest(start_ns::DOUBLE - call_end_ns, 0), 0.5) AS latency_p50_ns,
+        quantile_cont(greatest(start_ns::DOUBLE - call_end_ns, 0), 0.9) AS latency_p90_ns,
+        quantile_cont(greatest(start_ns::DOUBLE - call_end_ns, 0), 0.99) AS latency_p99_ns
     FROM eager
     GROUP BY pid, device_id, stream_id
 ),

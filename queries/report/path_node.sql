@@ -68,7 +68,12 @@
 --   thread_pred     BIGINT    the thread candidate
 --   thread_ready_ns BIGINT    when it was ready
 WITH bounds AS (
-    SELECT $start_ns - least($end_ns - $start_ns, 4611686018427387903) AS lo, $end_ns AS hi
+    -- In HUGEINT, then held to BIGINT: a window at either end of the clock cannot overflow.
+    SELECT greatest(
+            $start_ns::HUGEINT - least($end_ns::HUGEINT - $start_ns, 4611686018427387903),
+            -9223372036854775808
+        )::BIGINT AS lo,
+        $end_ns AS hi
 ),
 in_window AS (
     SELECT *
@@ -99,27 +104,29 @@ api_node AS (
     WHERE l.start_ns <= (SELECT hi FROM bounds) AND l.end_ns >= (SELECT lo FROM bounds)
 ),
 range_edge AS (
-    -- Ranges open in the window: +1 at a start, -1 at an end (ends first at one instant, then
-    -- starts outer before inner), and each call's start as a probe (after both).
-    SELECT global_tid, start_ns AS t, 1 AS d, 1 AS rank_at_t, -end_ns AS nesting, range_id,
+    -- Ranges open in the window: +1 at a start, -1 at an end, and each call's start as a probe
+    -- (after both). At one instant ends come first, inner before outer (the later start
+    -- first), then starts, outer before inner (the later end first): `other_ns` is a start's
+    -- end and an end's start, sorted descending (no negation: a time can be the BIGINT minimum).
+    SELECT global_tid, start_ns AS t, 1 AS d, 1 AS rank_at_t, end_ns AS other_ns, range_id,
         name, NULL::BIGINT AS launch_id
     FROM nvtx_range
     WHERE end_ns >= start_ns AND start_ns <= (SELECT hi FROM bounds)
         AND end_ns >= (SELECT lo FROM bounds)
         AND global_tid IN (SELECT DISTINCT global_tid FROM api_node)
     UNION ALL
-    SELECT global_tid, end_ns, -1, 0, -start_ns, range_id, NULL, NULL
+    SELECT global_tid, end_ns, -1, 0, start_ns, range_id, NULL, NULL
     FROM nvtx_range
     WHERE end_ns >= start_ns AND start_ns <= (SELECT hi FROM bounds)
         AND end_ns >= (SELECT lo FROM bounds)
         AND global_tid IN (SELECT DISTINCT global_tid FROM api_node)
     UNION ALL
-    SELECT global_tid, start_ns, 0, 2, 0, NULL, NULL, launch_id FROM api_node
+    SELECT global_tid, start_ns, 0, 2, NULL, NULL, NULL, launch_id FROM api_node
 ),
 range_depth AS (
     SELECT *, sum(d) OVER (
-            PARTITION BY global_tid ORDER BY t, rank_at_t, nesting, range_id, launch_id
-            ROWS UNBOUNDED PRECEDING
+            PARTITION BY global_tid
+            ORDER BY t, rank_at_t, other_ns DESC, range_id, launch_id ROWS UNBOUNDED PRECEDING
         ) AS depth
     FROM range_edge
 ),
@@ -129,7 +136,8 @@ host_range AS (
         SELECT launch_id, d,
             last_value(CASE WHEN d = 1 THEN name END IGNORE NULLS) OVER (
                 PARTITION BY global_tid, depth
-                ORDER BY t, rank_at_t, nesting, range_id, launch_id ROWS UNBOUNDED PRECEDING
+                ORDER BY t, rank_at_t, other_ns DESC, range_id, launch_id
+                ROWS UNBOUNDED PRECEDING
             ) AS innermost
         FROM range_depth
     )
