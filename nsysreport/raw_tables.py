@@ -68,6 +68,13 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
     ),
     # Graph node creation and cloning on the host (node-level tracing); schema 2.x kept these
     # rows in CUDA_GRAPH_EVENTS, which later holds graph-level events (docs/export-format.md).
+    # OS runtime calls (--trace=osrt): what a host thread sat in (poll, ioctl, read, ...).
+    "OSRT_API": (
+        ("start", "BIGINT", True),
+        ("end", "BIGINT", True),
+        ("globalTid", "BIGINT", False),
+        ("nameId", "BIGINT", True),
+    ),
     "CUDA_GRAPH_NODE_EVENTS": (
         ("start", "BIGINT", True),
         ("end", "BIGINT", False),

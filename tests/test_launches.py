@@ -18,7 +18,7 @@ from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.report_builder import build_report
 from nsysreport.sections.launches import launch_sentence
-from nsysreport.synth import GraphLaunch, Kernel, NvtxRange, Scenario, write_trace
+from nsysreport.synth import GraphLaunch, Kernel, NvtxRange, OsCall, Scenario, write_trace
 
 GEMM = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 
@@ -88,3 +88,21 @@ def test_a_gap_names_the_nvtx_range_its_next_kernel_was_launched_from(tmp_path: 
         (1_900, None),
         (900, "optimizer.step"),
     ]
+
+
+def test_a_gap_names_the_os_runtime_call_the_launching_thread_sat_in(tmp_path: Path) -> None:
+    """nsys 2024.5 with OS runtime tracing: the thread that launches the GEMM at (900, 910) sat
+    in `poll` [150, 880) during the gap [100, 1000): the gap's host call is `poll`, the OS
+    call overlapping it most (a `write` [120, 140) overlaps it less)."""
+    scenario = Scenario(
+        kernels=[
+            Kernel(0, 100, GEMM, launch=(-20, -10)),
+            Kernel(1_000, 1_100, GEMM, launch=(900, 910)),
+        ],
+        os_calls=[OsCall(120, 140, "write"), OsCall(150, 880, "poll")],
+        nvtx=[NvtxRange(-50, 1_200, "step 1")],
+    )
+    path = write_trace(scenario, tmp_path / "osrt.sqlite", version="2024.5")
+    (gpu,) = build_report(open_trace(path), path).gpus
+    (gap,) = gpu.gaps.top
+    assert (gap.duration_ns, gap.os_call, gap.sync_call) == (900, "poll", None)

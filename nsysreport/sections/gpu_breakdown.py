@@ -26,6 +26,7 @@ class Gap:
     after_class: str | None
     sync_call: str | None
     host_range: str | None = None  # the NVTX range the launching thread was in at the launch
+    os_call: str | None = None  # the OS runtime call the launching thread was in during the gap
 
 
 @dataclass(frozen=True, slots=True)

@@ -259,6 +259,14 @@ NVTX_PAYLOAD_SCHEMA_ENTRIES = _columns(
     "type INTEGER, name TEXT, description TEXT, arrayOrUnionDetail INTEGER, offset INTEGER"
 )
 
+# OSRT_API as in the real 2022.2 and 2024.5 exports (NSYS_SCHEMA.md); no 2026 export here has
+# OS runtime tracing, so the 2026 profiles write none.
+OSRT_API = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, "
+    "globalTid INTEGER, nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, "
+    "nestingLevel INTEGER, callchainId INTEGER NOT NULL"
+)
+
 # PROFILER_OVERHEAD as in the real exports (NSYS_SCHEMA.md): 2026.x replaced returnValue with
 # overheadType (ENUM_CUPTI_OVERHEAD_TYPE, 3: a CUPTI buffer flush).
 PROFILER_OVERHEAD = _columns(
@@ -399,6 +407,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "META_DATA_EXPORT": _NAME_VALUE,
                 "DIAGNOSTIC_EVENT": _DIAGNOSTIC_EVENT,
                 "PROFILER_OVERHEAD": _PROFILER_OVERHEAD_2022,
+                "OSRT_API": OSRT_API,
             }
         ),
         export_keys=_EXPORT_KEYS_2024,
@@ -430,6 +439,7 @@ VERSIONS: dict[str, VersionProfile] = {
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
                 "PROCESSES": _PROCESSES,
                 "PROFILER_OVERHEAD": _PROFILER_OVERHEAD_2022,
+                "OSRT_API": OSRT_API,
             }
         ),
         export_keys=_EXPORT_KEYS_2022,

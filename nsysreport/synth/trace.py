@@ -227,6 +227,17 @@ class ProfilerOverhead:
 
 
 @dataclass(frozen=True, slots=True)
+class OsCall:
+    """An OS runtime call (OSRT_API, --trace=osrt) on thread `tid` (default: the main thread)."""
+
+    start: int
+    end: int
+    name: str
+    pid: int = 100
+    tid: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostic:
     """A DIAGNOSTIC_EVENT row: one of nsys's messages about the capture. `severity` and
     `source` are ENUM_DIAGNOSTIC_SEVERITY_LEVEL (1 Info, 2 Warning, 3 Error) and
@@ -266,6 +277,7 @@ class Scenario:
     mpi_ranks: Mapping[int, int] = field(default_factory=dict)
     diagnostics: Iterable[Diagnostic] = ()  # schema 3.x profiles only
     overheads: Iterable[ProfilerOverhead] = ()  # 2022.2 and later profiles
+    os_calls: Iterable[OsCall] = ()  # 2022.2 and 2024.5 profiles
     payload_schemas: Sequence[PayloadSchema] = ()  # 2026.2 profile only
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).
@@ -467,6 +479,8 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
     memcpys.sort(key=lambda pair: pair[0].start)
     memsets.sort(key=lambda pair: pair[0].start)
     graphs.sort(key=lambda pair: pair[0].start)
+    for o in scenario.os_calls:
+        threads.add((o.pid, o.tid))
     for r in nvtx:
         threads.add((r.pid, r.tid))
         if r.end_tid is not None:
@@ -554,6 +568,16 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
              strings.setdefault(o.name, len(strings) + 1),
              3 if profile.tables["PROFILER_OVERHEAD"][-1].name == "overheadType" else 0)
             for o in overheads
+        ]  # fmt: skip
+    os_calls = list(scenario.os_calls)
+    if os_calls:
+        if "OSRT_API" not in profile.tables:
+            raise ValueError(f"the nsys {profile.nsys_version} profile writes no OSRT_API")
+        # eventClass 27 and nestingLevel 0, as most rows of the real 2024.5 export.
+        rows["OSRT_API"] = [
+            (o.start, o.end, 27, GLOBAL_VID | o.pid << 24 | (o.pid if o.tid is None else o.tid),
+             strings.setdefault(o.name, len(strings) + 1), 0, 0, 0)
+            for o in os_calls
         ]  # fmt: skip
     if scenario.mpi_ranks:
         if "MPI_RANKS" not in profile.tables:

@@ -7,11 +7,13 @@
 -- gap - the likely cause: the host waited, then had to launch more work. When several
 -- overlap the gap, the one overlapping it most is named. Ties in length go to the earlier gap.
 -- A CUDA graph launch traced as a whole is busy time, never a gap; it can be either neighbour.
--- `host_range` is what that thread was doing when it launched the `after` activity: the
+-- `os_call` likewise names the OS runtime call (--trace=osrt: poll, ioctl, read, ...) on that
+-- thread overlapping the gap most. `host_range` is what that thread was doing when it launched
+-- the `after` activity: the
 -- innermost NVTX range open on it at the launch call's start (ranges of a thread nest: of those
 -- containing the instant, the one that started last), NULL when none was (nothing traced).
 --
--- Reads: activity_name, gpu_segment, launch, nvtx_range, sync_call
+-- Reads: activity_name, gpu_segment, launch, nvtx_range, os_call, sync_call
 --
 -- Params:
 --   $top   INTEGER   10   gaps kept per GPU
@@ -27,6 +29,7 @@
 --   after_name     VARCHAR   activity that started at the gap end
 --   after_class    VARCHAR   its class
 --   sync_call      VARCHAR   synchronising API call covering the gap, or NULL
+--   os_call        VARCHAR   OS runtime call on that thread covering the gap most, or NULL
 --   host_range     VARCHAR   innermost NVTX range around the `after` activity's launch, or NULL
 WITH longest AS (
     -- The $top longest gaps per GPU (ties: the earlier), by a bounded aggregate: sorting every
@@ -94,6 +97,18 @@ causes AS (
         ON s.global_tid = l.global_tid AND s.start_ns < t.end_ns AND s.end_ns > t.start_ns
     GROUP BY ALL
 ),
+os_calls AS (
+    SELECT t.pid, t.device_id, t.gap_rank,
+        arg_max(
+            o.name, (least(o.end_ns, t.end_ns) - greatest(o.start_ns, t.start_ns), o.start_ns)
+        ) AS os_call
+    FROM top AS t
+    JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
+    JOIN launched AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+    JOIN os_call AS o
+        ON o.global_tid = l.global_tid AND o.start_ns < t.end_ns AND o.end_ns > t.start_ns
+    GROUP BY ALL
+),
 ranges AS (
     SELECT t.pid, t.device_id, t.gap_rank,
         arg_max(r.name, (r.start_ns, r.range_id)) AS host_range
@@ -115,12 +130,15 @@ SELECT
     a.name AS after_name,
     a.class AS after_class,
     c.sync_call,
+    o.os_call,
     h.host_range
 FROM top AS t
 LEFT JOIN named AS b ON b.source = t.before_source AND b.activity_id = t.before_id
 LEFT JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
 LEFT JOIN causes AS c
     ON c.pid = t.pid AND c.device_id = t.device_id AND c.gap_rank = t.gap_rank
+LEFT JOIN os_calls AS o
+    ON o.pid = t.pid AND o.device_id = t.device_id AND o.gap_rank = t.gap_rank
 LEFT JOIN ranges AS h
     ON h.pid = t.pid AND h.device_id = t.device_id AND h.gap_rank = t.gap_rank
 ORDER BY t.pid, t.device_id, t.gap_rank
