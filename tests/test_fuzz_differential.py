@@ -15,7 +15,7 @@ SEED = 0
 WORKDIR = Path(tempfile.mkdtemp(prefix="nsysreport-differential-"))
 
 
-def _slice(per_mutation: int = 2) -> list[int]:
+def _slice(per_mutation: int = 1) -> list[int]:
     wanted = dict.fromkeys({**SQLITE_MUTATIONS, **KINETO_MUTATIONS}, per_mutation)
     chosen = []
     for index in range(5000):

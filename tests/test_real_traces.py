@@ -108,3 +108,9 @@ def test_every_real_export_writes_a_full_report_and_json(name: str, tmp_path: Pa
     assert result.exit_code == 0, result.output
     data = json.loads(js.read_text())
     assert data["gpus"] and data["bottleneck"]["summary"] in out.read_text()
+    # The critical path's causes and its ranks' shares each add up to its window exactly.
+    path = data["critical_path"]
+    assert sum(c["ns"] for c in path["causes"]) == path["length_ns"] > 0
+    assert sum(r["on_path_ns"] for r in path["ranks"]) == path["length_ns"]
+    assert path["length_ns"] == path["end_ns"] - path["start_ns"]
+    assert all(0 <= r["slack_ns"] <= r["idle_ns"] <= path["length_ns"] for r in path["ranks"])

@@ -83,40 +83,40 @@ launched AS (
         FROM named
     ) AS k ON k.global_pid = l.global_pid AND k.correlation_id = l.correlation_id
 ),
+closer AS (
+    -- Each gap with the thread that launched the activity closing it, and when.
+    SELECT t.pid, t.device_id, t.gap_rank, t.start_ns, t.end_ns, l.global_tid,
+        l.start_ns AS launch_ns
+    FROM top AS t
+    JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
+    JOIN launched AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+),
+host_call AS (
+    SELECT 'sync' AS kind, global_tid, start_ns, end_ns, name FROM sync_call
+    UNION ALL
+    SELECT 'os', global_tid, start_ns, end_ns, name FROM os_call
+),
 causes AS (
-    SELECT t.pid, t.device_id, t.gap_rank,
+    SELECT c.pid, c.device_id, c.gap_rank,
         -- The call overlapping the gap most; of equal overlaps the later, the last the
         -- thread made before the launch (whatever order the file lists them in).
         arg_max(
-            s.name, (least(s.end_ns, t.end_ns) - greatest(s.start_ns, t.start_ns), s.start_ns)
-        ) AS sync_call
-    FROM top AS t
-    JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
-    JOIN launched AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
-    JOIN sync_call AS s
-        ON s.global_tid = l.global_tid AND s.start_ns < t.end_ns AND s.end_ns > t.start_ns
-    GROUP BY ALL
-),
-os_calls AS (
-    SELECT t.pid, t.device_id, t.gap_rank,
+            h.name, (least(h.end_ns, c.end_ns) - greatest(h.start_ns, c.start_ns), h.start_ns)
+        ) FILTER (h.kind = 'sync') AS sync_call,
         arg_max(
-            o.name, (least(o.end_ns, t.end_ns) - greatest(o.start_ns, t.start_ns), o.start_ns)
-        ) AS os_call
-    FROM top AS t
-    JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
-    JOIN launched AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
-    JOIN os_call AS o
-        ON o.global_tid = l.global_tid AND o.start_ns < t.end_ns AND o.end_ns > t.start_ns
+            h.name, (least(h.end_ns, c.end_ns) - greatest(h.start_ns, c.start_ns), h.start_ns)
+        ) FILTER (h.kind = 'os') AS os_call
+    FROM closer AS c
+    JOIN host_call AS h
+        ON h.global_tid = c.global_tid AND h.start_ns < c.end_ns AND h.end_ns > c.start_ns
     GROUP BY ALL
 ),
 ranges AS (
-    SELECT t.pid, t.device_id, t.gap_rank,
+    SELECT c.pid, c.device_id, c.gap_rank,
         arg_max(r.name, (r.start_ns, r.range_id)) AS host_range
-    FROM top AS t
-    JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
-    JOIN launched AS l ON l.global_pid = a.global_pid AND l.correlation_id = a.correlation_id
+    FROM closer AS c
     JOIN nvtx_range AS r
-        ON r.global_tid = l.global_tid AND r.start_ns <= l.start_ns AND r.end_ns >= l.start_ns
+        ON r.global_tid = c.global_tid AND r.start_ns <= c.launch_ns AND r.end_ns >= c.launch_ns
     GROUP BY ALL
 )
 SELECT
@@ -130,15 +130,13 @@ SELECT
     a.name AS after_name,
     a.class AS after_class,
     c.sync_call,
-    o.os_call,
+    c.os_call,
     h.host_range
 FROM top AS t
 LEFT JOIN named AS b ON b.source = t.before_source AND b.activity_id = t.before_id
 LEFT JOIN named AS a ON a.source = t.after_source AND a.activity_id = t.after_id
 LEFT JOIN causes AS c
     ON c.pid = t.pid AND c.device_id = t.device_id AND c.gap_rank = t.gap_rank
-LEFT JOIN os_calls AS o
-    ON o.pid = t.pid AND o.device_id = t.device_id AND o.gap_rank = t.gap_rank
 LEFT JOIN ranges AS h
     ON h.pid = t.pid AND h.device_id = t.device_id AND h.gap_rank = t.gap_rank
 ORDER BY t.pid, t.device_id, t.gap_rank
