@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # Bump when the cached tables or the report file change shape (a new column, a new derived
 # table): old files then miss and are replaced. The tool version is in the key too, so releases
 # never share files.
-CACHE_FORMAT = 4
+CACHE_FORMAT = 5
 DB_SUFFIX = ".duckdb"
 REPORT_SUFFIX = ".report"
 # The sample of a trace's bytes in its key (see _content_digest).

@@ -20,8 +20,18 @@
 -- recorded the communicator's rank count and this rank (init calls) and the message bytes
 -- (collectives); range_id is the range's file_row in NVTX_EVENTS.
 --
+-- op_call: the framework operators whose input shapes the trace records, one row per call
+-- (what FLOPs are counted from: nsysreport.flops): a PyTorch profiler trace's `cpu_op` events
+-- with `Input Dims` (kineto_op_call), an nsys export's emit_nvtx ranges recorded with shapes
+-- (`sizes = [[...]]`). Only the operators nsysreport.flops has a formula for. dims is the
+-- shapes as JSON text ("[[2, 2048], [2048, 1]]"), types the input dtypes as JSON text
+-- (["float", "float"]; NULL when not recorded: emit_nvtx records none), concrete the scalar
+-- inputs as JSON text (Kineto's `Concrete Inputs`, else NULL); source is `profiler` or `nvtx`;
+-- row_id the event's place in its source (event_index, NVTX_EVENTS' file_row). A kernel
+-- belongs to the innermost op_call on the thread that launched it, around its launch.
+--
 -- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world,
---   nccl_payload
+--   nccl_payload, op_call
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE load_kept (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
@@ -33,4 +43,8 @@ CREATE TABLE comm_group_launch (
 CREATE TABLE job_world (world_size BIGINT, process_groups BIGINT, source VARCHAR);
 CREATE TABLE nccl_payload (
     range_id BIGINT, comm_hash VARCHAR, nranks BIGINT, rank BIGINT, message_bytes BIGINT
+);
+CREATE TABLE op_call (
+    row_id BIGINT, globalTid BIGINT, "start" BIGINT, "end" BIGINT, name VARCHAR, dims VARCHAR,
+    types VARCHAR, concrete VARCHAR, source VARCHAR
 );
