@@ -15,6 +15,7 @@ from nsysreport.units import fmt_count, fmt_ns
 
 if TYPE_CHECKING:
     from nsysreport.compare import Comparison
+    from nsysreport.sections.compute import ComputeFamily
     from nsysreport.sections.gpu_breakdown import GapStats, GpuReport
     from nsysreport.sections.layers import LayerAcrossGpus
     from nsysreport.sections.steps import StepReport
@@ -444,4 +445,35 @@ def loss_chart(c: Comparison) -> str:
         ax.invert_yaxis()
         ax.set_xlabel("mean step time (µs): ideal, then what each part added")
         ax.legend(ncols=3, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False, fontsize=7)
+    return _svg(buffer)
+
+
+def roofline_chart(families: Sequence[ComputeFamily]) -> str:
+    """One point per kernel family (arithmetic intensity, achieved TFLOP/s), its area by its
+    time, under each dtype's roof: the peak, and the HBM slope up to the ridge."""
+    drawn = [f for f in families if f.intensity and f.tflops]
+    most = max(f.time_ns for f in drawn)
+    with _figure("roofline", WIDTH, 3.4) as (_, ax, buffer):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        lo = min(f.intensity or 1 for f in drawn) / 4
+        hi = max(f.intensity or 1 for f in drawn) * 4
+        roofs = {(f.dtype, f.peak_tflops, f.ridge) for f in drawn if f.peak_tflops and f.ridge}
+        for dtype, top, ridge in sorted(roofs, key=lambda r: (r[1] or 0, str(r[0]))):
+            assert top is not None and ridge is not None
+            start = min(lo, ridge / 4)
+            ax.plot([start, ridge, max(hi, ridge * 4)], [top * start / ridge, top, top],
+                    color="#777777", linewidth=1)  # fmt: skip
+            ax.annotate(f"{(dtype or '?').upper()} {top:,.0f}", (max(hi, ridge * 4), top),
+                        ha="right", va="bottom", fontsize=7, color="#555555")  # fmt: skip
+        for kind, colour in (("gemm", PART_COLOURS["compute"]), ("attention", "#CC79A7"),
+                             ("other", "#999999")):  # fmt: skip
+            points = [f for f in drawn if f.kernel_class == kind]
+            if points:
+                ax.scatter([f.intensity for f in points], [f.tflops for f in points],
+                           s=[20 + 400 * f.time_ns / most for f in points], color=colour,
+                           alpha=0.7, label=kind, edgecolors="black", linewidths=0.4)  # fmt: skip
+        ax.set_xlabel("arithmetic intensity (FLOPs per byte, least traffic)")
+        ax.set_ylabel("achieved TFLOP/s")
+        ax.legend(loc="lower right")
     return _svg(buffer)

@@ -21,6 +21,7 @@ from nsysreport.inputs import expand_inputs
 from nsysreport.load import open_trace
 from nsysreport.model import with_comm_groups
 from nsysreport.patterns import parse_patterns
+from nsysreport.peaks import parse_peak_tflops
 from nsysreport.perfetto import OPEN_HINT
 from nsysreport.progress import terminal_progress
 from nsysreport.render import PAPER_SIZES, generated_now, render_compare_html
@@ -53,6 +54,10 @@ NO_CACHE_HELP = "Load the trace afresh, without reading or writing the cache."
 BYTES_HELP = (
     "OP=BYTES: message size of a collective op the trace does not record, for bandwidth "
     "(repeatable), e.g. AllReduce=16777216."
+)
+PEAK_TFLOPS_HELP = (
+    "DTYPE=TFLOPS: a GPU's dense peak for one dtype (fp64, fp32, tf32, bf16, fp16, fp8, fp4), "
+    "for the Compute efficiency section's MFU; overrides the table of GPU models. Repeatable."
 )
 LINK_PEAK_HELP = (
     "LINK=GBPS: the peak of a data-path link, GB/s per direction, over the export and the GPU "
@@ -152,6 +157,7 @@ def report(
     kernel_class: Annotated[list[str] | None, typer.Option(help=CLASS_HELP)] = None,
     comm_bytes: Annotated[list[str] | None, typer.Option(help=BYTES_HELP)] = None,
     link_peak: Annotated[list[str] | None, typer.Option(help=LINK_PEAK_HELP)] = None,
+    peak_tflops: Annotated[list[str] | None, typer.Option(help=PEAK_TFLOPS_HELP)] = None,
     model: Annotated[str | None, typer.Option("--model", help=MODEL_HELP)] = None,
     comm_group: Annotated[list[str] | None, typer.Option(help=COMM_GROUP_HELP)] = None,
     timeline_step: Annotated[
@@ -206,6 +212,7 @@ def report(
             parse_link_peaks(link_peak or []),
             parse_model_shape(model),
             parse_comm_groups(comm_group or []),
+            parse_peak_tflops(peak_tflops or []),
         )
         options = (top, timeline_step, _parse_range(timeline_range), facts)
         default = output is None

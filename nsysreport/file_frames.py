@@ -45,6 +45,8 @@ FRAME_QUERIES = (
     "gpu_listed",
     "export_gaps",
     "launch_summary",
+    "compute_op",
+    "compute_step",
 )
 # What the job-level analyses read of a file of several, on the aligned clock: its collective
 # instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and

@@ -51,22 +51,24 @@ SHAPED_OPS = GEMM_OPS + tuple(ATTENTION_OPS)
 # 2023, section 4.1; the FlashAttention benchmarks count it so).
 ATTENTION_BACKWARD = 2.5
 
-# PyTorch's dtype names (the profiler's `Input type`) to the dtypes peaks are listed by, with
-# their element size in bytes.
-DTYPES: dict[str, tuple[str, float]] = {
-    "float": ("fp32", 4),
-    "double": ("fp64", 8),
-    "c10::BFloat16": ("bf16", 2),
-    "c10::Half": ("fp16", 2),
-    "c10::Float8_e4m3fn": ("fp8", 1),
-    "c10::Float8_e5m2": ("fp8", 1),
-    "c10::Float8_e4m3fnuz": ("fp8", 1),
-    "c10::Float8_e5m2fnuz": ("fp8", 1),
-    "c10::Float4_e2m1fn_x2": ("fp4", 0.5),
+# PyTorch's dtype names (the profiler's `Input type`) to the dtypes peaks are listed by.
+DTYPES = {
+    "float": "fp32",
+    "double": "fp64",
+    "c10::BFloat16": "bf16",
+    "c10::Half": "fp16",
+    "c10::Float8_e4m3fn": "fp8",
+    "c10::Float8_e5m2": "fp8",
+    "c10::Float8_e4m3fnuz": "fp8",
+    "c10::Float8_e5m2fnuz": "fp8",
+    "c10::Float4_e2m1fn_x2": "fp4",
 }
 ELEMENT_BYTES = {"fp64": 8.0, "fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0,
                  "fp4": 0.5}  # fmt: skip
 
+# An FP32 operator's kernel that runs on tensor cores in TF32: cuBLAS's `tf32` names, CUTLASS's
+# `s1688gemm` (the m16n8k8 TF32 MMA, `cutlass_80_tensorop_s1688gemm_*`).
+TF32_KERNEL = re.compile(r"tf32|s1688", re.IGNORECASE)
 # A kernel name's dtype, for traces that record shapes but no dtypes (emit_nvtx) and to tell
 # TF32 tensor-core GEMMs from FP32 ones: cuBLAS/CUTLASS names spell the element type
 # (`ampere_bf16_s16816gemm_bf16_...`, `sm80_xmma_gemm_f32f32_tf32f32_f32_...`, `..._e4m3...`).
@@ -75,18 +77,19 @@ NAME_DTYPES = (
     ("fp8", re.compile(r"e4m3|e5m2|fp8", re.IGNORECASE)),
     ("bf16", re.compile(r"bf16", re.IGNORECASE)),
     ("fp16", re.compile(r"f16|fp16|half|hgemm", re.IGNORECASE)),
-    ("tf32", re.compile(r"tf32", re.IGNORECASE)),
+    ("tf32", TF32_KERNEL),
     ("fp32", re.compile(r"sgemm|f32", re.IGNORECASE)),
 )
 
 
 @dataclass(frozen=True, slots=True)
 class OpWork:
-    """What one call does: FLOPs, the least bytes it moves, its dtype (None: not recorded)
-    and a note on what the count assumes ('' when nothing)."""
+    """What one call does: FLOPs, the least elements it moves (bytes once the element size is
+    known), its dtype (None: not recorded) and a note on what the count assumes ('' when
+    nothing)."""
 
     flops: float
-    bytes: float | None  # None: the element size is unknown
+    elements: int
     dtype: str | None
     note: str = ""
 
@@ -97,17 +100,29 @@ def op_work(name: str, dims: str | None, types: str | None, concrete: str | None
     shapes = _shapes(dims)
     if shapes is None:
         return None
-    dtype, size = _dtype(_json(types))
+    dtype = _dtype(_json(types))
     if name in GEMM_OPS:
-        return _gemm(name, shapes, dtype, size)
+        return _gemm(name, shapes, dtype)
     if name in ATTENTION_OPS:
-        return _attention(name, shapes, _json(concrete), dtype, size)
+        return _attention(name, shapes, _json(concrete), dtype)
     return None
 
 
 def dtype_of_kernel(kernel_name: str) -> str | None:
     """The dtype a GEMM or attention kernel's name spells, None when it spells none."""
     return next((d for d, pattern in NAME_DTYPES if pattern.search(kernel_name)), None)
+
+
+def math_dtype(op_dtype: str | None, kernel_name: str) -> tuple[str | None, bool]:
+    """The dtype whose peak a call is measured against, and whether the kernel's name gave
+    it: the operator's recorded dtype (FP32 run as TF32 when the kernel says so), else the
+    kernel name's."""
+    if op_dtype == "fp32" and TF32_KERNEL.search(kernel_name):
+        return "tf32", False
+    if op_dtype is not None:
+        return op_dtype, False
+    named = dtype_of_kernel(kernel_name)
+    return named, named is not None
 
 
 def _json(text: str | None) -> Any:
@@ -133,15 +148,14 @@ def _shapes(dims: str | None) -> list[list[int]] | None:
     return shapes
 
 
-def _dtype(types: Any) -> tuple[str | None, float | None]:
-    """The first input's dtype and element size (the operands share it; _scaled_mm's scales
-    come after them)."""
+def _dtype(types: Any) -> str | None:
+    """The first input's dtype (the operands share it; _scaled_mm's scales come after them)."""
     if isinstance(types, list) and types and isinstance(types[0], str) and types[0] in DTYPES:
         return DTYPES[types[0]]
-    return None, None
+    return None
 
 
-def _gemm(name: str, shapes: list[list[int]], dtype: str | None, size: float | None) -> OpWork | None:
+def _gemm(name: str, shapes: list[list[int]], dtype: str | None) -> OpWork | None:
     """M, K, N and the batch from the operands; the output is batch x M x N."""
     operands = {
         "aten::addmm": shapes[1:3],
@@ -157,14 +171,14 @@ def _gemm(name: str, shapes: list[list[int]], dtype: str | None, size: float | N
         batch, m, k, n = math.prod(a[:-1]), 1, a[-1], b[0]
     else:
         shape = _matmul(a, b, batched=name in ("aten::bmm", "aten::baddbmm"))
-        if shape is None or (name in ("aten::mm", "aten::addmm", "aten::_scaled_mm") and (
-            len(a) != 2 or len(b) != 2
-        )):
+        if shape is None or (
+            name in ("aten::mm", "aten::addmm", "aten::_scaled_mm") and (len(a) != 2 or len(b) != 2)
+        ):
             return None
         batch, m, k, n = shape
     flops = 2.0 * batch * m * k * n
     elements = batch * (m * k + m * n) + _b_elements(a, b, name, k, n)
-    return OpWork(flops, elements * size if size else None, dtype)
+    return OpWork(flops, elements, dtype)
 
 
 def _b_elements(a: list[int], b: list[int], name: str, k: int, n: int) -> int:
@@ -197,7 +211,7 @@ def _matmul(a: list[int], b: list[int], batched: bool) -> tuple[int, int, int, i
 
 
 def _attention(
-    name: str, shapes: list[list[int]], concrete: Any, dtype: str | None, size: float | None
+    name: str, shapes: list[list[int]], concrete: Any, dtype: str | None
 ) -> OpWork | None:
     """4·B·H·L·S·D for the forward (Q·Kᵀ and P·V, each 2·B·H·L·S·D, with D of V for the
     second), half of it under a causal mask, 2.5 times it for the backward."""
@@ -225,7 +239,7 @@ def _attention(
     elements = b * h * lq * (d + dv) + b * hk * s * (dk + dv)  # q, o, k, v
     if backward:
         elements *= 2  # dO, dQ, dK, dV besides q, k, v, o
-    return OpWork(flops, elements * size if size else None, dtype, note)
+    return OpWork(flops, elements, dtype, note)
 
 
 def _flag(concrete: Any, index: int) -> bool | None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsysreport.errors import TraceError
+from nsysreport.flops import SHAPED_OPS
 from nsysreport.queries import run_loader
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ NEXT_STEP = "save it again with torch.profiler (export_chrome_trace or tensorboa
 
 # The load, step by step: queries/load/<step>.sql, each after what it reads (its header's
 # Reads:). kineto_doc, read first, is the document; kineto_event its events with exact integer
-# times, kineto_host the host process, kineto_string the names' ids; then each raw table.
+# times, kineto_host the host process, kineto_string the names' ids; then each raw table, and
+# last kineto_op_call (it takes the operator names nsysreport.flops knows).
 STEPS = (
     "kineto_event",
     "kineto_unusable",
@@ -125,6 +127,7 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             )
         for step in STEPS:
             run_loader(con, step)
+        run_loader(con, "kineto_op_call", {"ops": list(SHAPED_OPS)})
         has_gpu = run_loader(con, "kineto_has_gpu").fetchone()
     except duckdb.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__

@@ -31,6 +31,7 @@ from nsysreport.sections.communicators import (
     role_summaries,
     with_roles,
 )
+from nsysreport.sections.compute import Compute
 from nsysreport.sections.critical_path import CriticalPath
 from nsysreport.sections.data_path import (
     DataPathRow,
@@ -120,6 +121,7 @@ class Report:
     communicator_layers: tuple[CommunicatorLayer, ...] = ()  # per GPU, layer and communicator
     critical_path: CriticalPath | None = None  # what set the median step's length
     launches: tuple[LaunchStream, ...] = ()  # per GPU stream: how the host fed it
+    compute: Compute | None = None  # FLOPs, MFU and roofline of the ops with recorded shapes
 
     @property
     def roles(self) -> tuple[RoleSummary, ...]:
@@ -245,6 +247,7 @@ class Report:
             if "critical_path" in data
             else None
         )
+        compute = r.field(data, "", "compute", Compute | None) if "compute" in data else None
         r.done()
         traces, layers = fields["traces"], fields["layers"]
         file = Path(traces[0].path).name if len(traces) == 1 else None
@@ -257,6 +260,7 @@ class Report:
             quality=_quality(skipped, notes, file, r) if ledger is None else ledger,
             **gpu_metrics,
             critical_path=path,
+            compute=compute,
         )
 
 
@@ -422,6 +426,7 @@ JSON_SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[[Report], Any]], ...] 
     ),
     ("critical_path", ("critical_path",), _rows("critical_path")),
     ("launches", ("launches",), _rows("launches")),
+    ("compute", ("compute",), _rows("compute")),
 )
 
 

@@ -71,6 +71,10 @@ def drawings(report: Report, overview: Overview | None = None) -> dict[str, Draw
         out["layers"] = (charts.layer_chart, (overview.layers.drawn, overview.layers.tiny))
     if overview.gaps is not None:
         out["gaps"] = (charts.gap_histogram_chart, ([g.gaps for g in gpus],))
+    if report.compute is not None and any(
+        f.intensity and f.tflops for f in report.compute.families
+    ):
+        out["roofline"] = (charts.roofline_chart, (report.compute.families,))
     return out
 
 

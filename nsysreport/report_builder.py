@@ -41,6 +41,7 @@ from nsysreport.sections.communicators import (
     role_summaries,
     with_roles,
 )
+from nsysreport.sections.compute import build_compute, matrix_kernel_ns
 from nsysreport.sections.critical_path import CriticalPath, build_critical_path
 from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
@@ -292,7 +293,18 @@ def build(
     with _stacked_tables(files, offsets, ranks) if job is None else nullcontext(job) as tables:
         stragglers = _stragglers(tables, ranks)
         top_kernels = build_kernels(tables.con, top)
+        matrix_ns = matrix_kernel_ns(tables.con)
     launches = build_launches(rows("launch_summary"), rank)
+    compute = build_compute(
+        rows("compute_op"),
+        rows("compute_step"),
+        {key: gpu_name for key, (_, _, gpu_name) in labels.items()},
+        {((s.file, s.pid, s.device_id), s.ordinal): s.step_time_ns for s in steps},
+        {(g.file, g.pid, g.device_id): g.span_ns for g in gpus},
+        matrix_ns,
+        facts.peak_tflops,
+        facts.link_peaks.get("hbm"),
+    )
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(
         rows("gpu_metric_summary"), rows("gpu_metric_ignored"), rank
     )
@@ -367,6 +379,7 @@ def build(
         communicator_steps=comm_steps_t,
         communicator_layers=comm_layers_t,
         launches=launches,
+        compute=compute,
     )
 
 

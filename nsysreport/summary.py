@@ -112,6 +112,8 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
         host = critical.share("host_side")
         if report.launch_summary and host is not None and host >= HOST_BOUND_PCT:
             console.print(f"[bold]Launches:[/] {report.launch_summary}", soft_wrap=True)
+    if report.compute is not None and report.compute.sentence:
+        console.print(f"[bold]Compute efficiency:[/] {report.compute.sentence}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
 

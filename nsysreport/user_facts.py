@@ -1,5 +1,6 @@
 """What the user tells the analysis that no trace records: the data path's link peaks
-(--link-peak), the model's shape (--model) and the communicators' roles (--comm-group)."""
+(--link-peak), the model's shape (--model), the communicators' roles (--comm-group) and the
+GPUs' compute peaks (--peak-tflops)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ class Facts:
     link_peaks: dict[str, float] = field(default_factory=dict)  # link -> GB/s per direction
     model: ModelShape | None = None
     comm_groups: tuple[CommGroupSpec, ...] = ()  # --comm-group NAME=RANKS|stream:N|REGEX
+    peak_tflops: dict[str, float] = field(default_factory=dict)  # dtype -> dense TFLOP/s
 
 
 def parse_link_peaks(items: list[str]) -> dict[str, float]:

@@ -18,13 +18,14 @@
 -- creation of its node at capture time, on the capturing thread (graph_node_origin), when the
 -- export records it: the layer ranges are open then, not around the replay.
 --
--- Reads: activity, graph_node_origin, launch, nvtx_role_range
+-- Reads: activity, graph_node_origin, launch, nvtx_role_range, op_call
 --
 -- Columns:
 --   source         VARCHAR   kernel, memcpy, memset or graph
 --   activity_id    BIGINT    activity_id in the activity view
---   role           VARCHAR   layer, torch_collective or nccl_collective
---   range_id       BIGINT    the innermost range of that role containing the launch
+--   role           VARCHAR   layer, torch_collective, nccl_collective or op (op_call)
+--   range_id       BIGINT    the innermost range of that role containing the launch (op:
+--                            the op_call row_id)
 --   label          VARCHAR   its label
 --   label_index    BIGINT    its label_index
 --   payload        BIGINT    its payload
@@ -45,7 +46,16 @@ WITH launched AS (
     FROM graph_node_origin
 ),
 ranges AS (
-    SELECT global_tid, role, range_id, start_ns, end_ns FROM nvtx_role_range WHERE role <> 'step'
+    -- The framework operators whose shapes are recorded (op_call) are one more role, `op`:
+    -- what the FLOPs of a kernel's operator are read by (compute_op). Their range_id is their
+    -- op_call row_id; they carry no label index or payload.
+    SELECT global_tid, role, range_id, start_ns, end_ns, label, label_index, payload
+    FROM nvtx_role_range
+    WHERE role <> 'step'
+    UNION ALL
+    SELECT globalTid, 'op', row_id, "start", "end", name, NULL, NULL
+    FROM op_call
+    WHERE globalTid IS NOT NULL AND "start" IS NOT NULL AND "end" IS NOT NULL
 ),
 edges AS (
     -- +1 at a range start, -1 at its end. At one instant ends come first (a range may end
@@ -108,5 +118,6 @@ FROM points AS p
 JOIN held_bin AS h
     ON h.global_tid = p.global_tid AND h.role = p.role AND h.bin = p.bin
     AND h.t <= p.t AND p.t < h.next_t
-JOIN nvtx_role_range AS rr ON rr.range_id = h.open_id AND rr.role = p.role
+JOIN ranges AS rr
+    ON rr.range_id = h.open_id AND rr.role = p.role AND rr.global_tid = p.global_tid
 WHERE rr.end_ns >= p.launch_end

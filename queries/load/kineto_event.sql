@@ -4,6 +4,7 @@
 -- 1 ns). Plain decimals are split at the point and scaled as integers (a cast to
 -- DECIMAL(38, 3) is exact too but 100x slower); anything else (an exponent) falls back to
 -- DOUBLE. A number that is no time in ns (beyond BIGINT, NaN, text) is NULL, as a missing one.
+-- Operators (`cpu_op`) are kept when they record their input shapes (kineto_op_call).
 -- A GPU event keeps its row without `ts` (its start is then NULL): the views leave it out and
 -- skipped_row counts it, as for nsys rows.
 --
@@ -32,6 +33,7 @@ SELECT
     kineto_ns(e.dur) AS dur,
     e.args
 FROM raw
-WHERE e.ph = 'X' AND e.cat IN (
+WHERE e.ph = 'X' AND (e.cat IN (
     'kernel', 'gpu_memcpy', 'gpu_memset', 'cuda_runtime', 'cuda_driver', 'user_annotation'
-) AND (e.ts IS NOT NULL OR e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'));
+) OR e.cat = 'cpu_op' AND json_exists(e.args, '$."Input Dims"'))
+    AND (e.ts IS NOT NULL OR e.cat IN ('kernel', 'gpu_memcpy', 'gpu_memset'));
