@@ -225,6 +225,31 @@ def _critical_path_wait(report: Report, _: str | None) -> Measure:
     return Measure(float(w.wait_ns), None, f"rank {w.last_rank} at {w.op} #{w.ordinal}")
 
 
+def _mfu(report: Report, family: str | None) -> Measure:
+    """Model FLOPs utilisation: the median step's (else the span's), or with [REGEX] the
+    kernel families whose name matches it, their FLOPs over their time at peak."""
+    c = report.compute
+    if c is None:
+        return Measure(None, note="no operator with recorded shapes (record_shapes=True)")
+    if family is None:
+        if c.step_mfu_pct is not None:
+            return Measure(c.step_mfu_pct, None, f"median step, {(c.dtype or '?').upper()} peak")
+        return Measure(c.span_mfu_pct, None, f"span, {c.peak_source}")
+    try:
+        pattern = re.compile(family, re.IGNORECASE)
+    except re.error as exc:
+        raise OptionError(f"mfu_pct[{family}]: not a regular expression ({exc})") from None
+    chosen = [f for f in c.families if pattern.search(f.family)]
+    if not chosen:
+        return Measure(None, note=f"no kernel family matches {family!r}")
+    if any(f.mfu_pct is None or not f.mfu_pct for f in chosen):
+        return Measure(None, note="a matching family has no known peak (give --peak-tflops)")
+    # Each family's time at peak is flops / mfu: summed, the families' MFU together.
+    at_peak = sum(f.flops * 100 / f.mfu_pct for f in chosen if f.mfu_pct)
+    flops = sum(f.flops for f in chosen)
+    return Measure(100 * flops / at_peak, None, f"{len(chosen)} kernel families")
+
+
 def _overlap(g: GpuReport) -> float | None:
     return g.overlap_pct
 
@@ -345,6 +370,15 @@ METRICS: dict[str, Metric] = {
             True,
             "the longest wait for a rank at a collective on the critical path",
             _critical_path_wait,
+        ),
+        Metric(
+            "mfu_pct",
+            "pct",
+            False,
+            "model FLOPs utilisation of the median step (else the span); mfu_pct[REGEX]: of the "
+            "kernel families matching REGEX",
+            _mfu,
+            selector=True,
         ),
     )
 }
