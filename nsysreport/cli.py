@@ -346,6 +346,8 @@ def gate(
       critical_path_pct      the critical path's host-side time as % of the median step;
                              critical_path_pct[CAUSE] gates one cause (compute, ...)
       critical_path_wait_ns  the longest wait for a rank at a collective on the path
+      mfu_pct                model FLOPs utilisation of the median step (recorded shapes);
+                             mfu_pct[REGEX] gates the kernel families matching REGEX
     """
 
     def work() -> GateResult:

@@ -17,6 +17,7 @@ from nsysreport.multi import build_multi_report
 from nsysreport.patterns import Patterns
 from nsysreport.report_builder import build_report
 from nsysreport.synth import Diagnostic, Gpu, GpuMetricSample, Kernel, Scenario, write_trace
+from nsysreport.synth.kineto_ops import ShapedOp, ShapedTrace, write_shaped_trace
 from nsysreport.synth.rank_files import write_rank_files
 from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 
@@ -24,6 +25,18 @@ from conftest import REPO
 
 METRICS_DOC = REPO / "docs" / "metrics.md"
 JSON_REFERENCE = "## JSON reference"
+# A PyTorch profiler trace with shapes: what writes the `compute` section's fields.
+_BF16 = ["c10::BFloat16", "c10::BFloat16"]
+SHAPED = ShapedTrace(
+    [
+        [
+            ShapedOp(
+                "aten::mm", [[512, 512], [512, 512]], _BF16, "gemm_bf16", 10, layer="layers.0"
+            ),
+            ShapedOp("aten::mm", [[64, 8], [9, 8]], _BF16, "gemm_bf16", 10),
+        ]
+    ]
+)
 GATE_METRICS = "## Gate metrics"
 NCCL = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<(unsigned long)4096>)"
 GEMM = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_kernel"
@@ -110,6 +123,8 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     built.append(build_multi_report(files, Patterns(), cache=False))
     odd = _odd_trace(folder)
     built.append(build_report(open_trace(odd), Path(odd.name)))
+    shaped = write_shaped_trace(SHAPED, folder / "shaped.json")
+    built.append(build_report(open_trace(shaped), Path(shaped.name)))
     return [as_json(r) for r in built]
 
 
