@@ -64,8 +64,10 @@ LINK_PEAK_HELP = (
     "model table (repeatable; LINK: hbm, nvlink, pcie, network), e.g. network=50."
 )
 MODEL_HELP = (
-    "hidden=H,dtype=D,tokens=T: the model's shape, to set each all-reduce's expected bytes "
-    "2(TP-1)/TP x tokens x hidden x sizeof(dtype) beside the measured, e.g. hidden=8192,tokens=1."
+    "hidden=H,dtype=D,tokens=T[,heads=N,kv_heads=N,ffn=F,gated=1,seq=S]: the model's shape, to "
+    "set each all-reduce's expected bytes 2(TP-1)/TP x tokens x hidden x sizeof(dtype) beside "
+    "the measured, and, in a trace without operator shapes, each layer's FLOPs for the Compute "
+    "efficiency section, e.g. hidden=8192,tokens=1."
 )
 COMM_GROUP_HELP = (
     "NAME=RANKS|stream:N|REGEX: name a communicator's role (tp, dp, pp, ep or any word): the "

@@ -41,11 +41,12 @@ from nsysreport.sections.communicators import (
     role_summaries,
     with_roles,
 )
-from nsysreport.sections.compute import build_compute, matrix_kernel_ns
+from nsysreport.sections.compute import build_compute, build_model_compute, matrix_kernel_ns
 from nsysreport.sections.critical_path import CriticalPath, build_critical_path
 from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
 from nsysreport.sections.gpu_metrics import build_gpu_metrics
+from nsysreport.sections.kernel_layers import build_kernel_layers
 from nsysreport.sections.kernels import build_kernels
 from nsysreport.sections.launches import build_launches
 from nsysreport.sections.layers import build_layers
@@ -305,6 +306,15 @@ def build(
         facts.peak_tflops,
         facts.link_peaks.get("hbm"),
     )
+    if compute is None and facts.model is not None:
+        compute = build_model_compute(
+            facts.model,
+            layers,
+            tp,
+            {key: gpu_name for key, (_, _, gpu_name) in labels.items()},
+            {(g.file, g.pid, g.device_id): g.span_ns for g in gpus},
+            facts.peak_tflops,
+        )
     gpu_metrics, gpu_metrics_ignored = build_gpu_metrics(
         rows("gpu_metric_summary"), rows("gpu_metric_ignored"), rank
     )
@@ -380,6 +390,7 @@ def build(
         communicator_layers=comm_layers_t,
         launches=launches,
         compute=compute,
+        kernel_layers=build_kernel_layers(rows("kernel_layer_total")),
     )
 
 

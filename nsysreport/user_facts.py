@@ -15,18 +15,47 @@ DTYPE_BYTES = {"fp32": 4, "float32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "float1
                "fp8": 1, "int8": 1}  # fmt: skip
 
 
+# --model's dtypes as the peaks table names them (nsysreport.peaks); int8 has no FLOP peak.
+PEAK_DTYPE = {"fp32": "fp32", "float32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16",
+              "float16": "fp16", "fp8": "fp8"}  # fmt: skip
+MODEL_KEYS = ("hidden", "dtype", "tokens", "heads", "kv_heads", "ffn", "gated", "seq")
+
+
 @dataclass(frozen=True, slots=True)
 class ModelShape:
-    """--model hidden=H,dtype=D,tokens=T: the shape of a transformer's activations."""
+    """--model hidden=H,dtype=D,tokens=T[,heads=,kv_heads=,ffn=,gated=,seq=]: the shape of a
+    transformer layer and the tokens one forward pass of it processes."""
 
     hidden: int
     dtype: str
     tokens: int
+    heads: int | None = None
+    kv_heads: int | None = None  # grouped-query attention: fewer K/V heads
+    ffn: int | None = None  # the MLP's inner width; None: 4 x hidden
+    gated: bool = False  # a gated MLP (SwiGLU, GeGLU): three matrices, not two
+    seq: int = 0  # the mean context each token attends to; 0: attention scores not counted
 
     @property
     def message_bytes(self) -> int:
         """One all-reduce's buffer: tokens x hidden x sizeof(dtype)."""
         return self.tokens * self.hidden * DTYPE_BYTES[self.dtype]
+
+    @property
+    def layer_flops(self) -> float:
+        """One forward pass of one layer over `tokens` tokens, the whole layer (not one GPU's
+        tensor-parallel share): the Q, K, V and O projections 2·T·h·(2h + 2h_kv), the MLP
+        2·T·h·ffn per matrix (2 matrices, 3 gated), and with `seq` the attention scores and
+        their weighted sum 4·T·seq·h (docs/metrics.md "Compute efficiency")."""
+        t, h = self.tokens, self.hidden
+        kv = h * self.kv_heads // self.heads if self.heads and self.kv_heads else h
+        ffn = self.ffn or 4 * h
+        projections = 2.0 * t * h * (2 * h + 2 * kv)
+        mlp = 2.0 * t * h * ffn * (3 if self.gated else 2)
+        return projections + mlp + 4.0 * t * self.seq * h
+
+    @property
+    def peak_dtype(self) -> str | None:
+        return PEAK_DTYPE.get(self.dtype)
 
 
 def parse_model_shape(text: str | None) -> ModelShape | None:
@@ -40,19 +69,33 @@ def parse_model_shape(text: str | None) -> ModelShape | None:
             fields = {}
             break
         fields[key] = value
-    dtype = fields.get("dtype", "bf16").lower()
-    hidden, tokens = fields.get("hidden", ""), fields.get("tokens", "1")
-    if set(fields) - {"hidden", "dtype", "tokens"} or not hidden.isdigit() or not tokens.isdigit():
+    dtype = fields.pop("dtype", "bf16").lower()
+    fields.setdefault("tokens", "1")
+    numbers = {key: value for key, value in fields.items() if key in MODEL_KEYS}
+    if (
+        set(fields) - set(MODEL_KEYS)
+        or "hidden" not in fields
+        or not all(v.isdigit() for v in numbers.values())
+    ):
         raise OptionError(
-            f"--model {text!r}: expected hidden=H[,dtype=D][,tokens=T], e.g. "
-            "hidden=8192,dtype=bf16,tokens=1"
+            f"--model {text!r}: expected hidden=H[,dtype=D][,tokens=T][,heads=N,kv_heads=N]"
+            "[,ffn=F][,gated=1][,seq=S], whole numbers, e.g. hidden=8192,dtype=bf16,tokens=1"
         )
-    if dtype not in DTYPE_BYTES or int(hidden) == 0 or int(tokens) == 0:
+    n = {key: int(value) for key, value in numbers.items()}
+    heads, kv = n.get("heads"), n.get("kv_heads")
+    if dtype not in DTYPE_BYTES or n["hidden"] == 0 or n["tokens"] == 0:
         raise OptionError(
             f"--model {text!r}: dtype must be one of {', '.join(DTYPE_BYTES)}; hidden and "
             "tokens above 0"
         )
-    return ModelShape(int(hidden), dtype, int(tokens))
+    if (kv is not None and not heads) or (heads and kv is not None and (kv == 0 or heads % kv)):
+        raise OptionError(
+            f"--model {text!r}: kv_heads needs heads, and must divide it (grouped-query attention)"
+        )
+    return ModelShape(
+        n["hidden"], dtype, n["tokens"], heads, kv, n.get("ffn") or None, bool(n.get("gated")),
+        n.get("seq", 0),
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,8 +17,10 @@ from nsysreport.gate_metrics import metric_of
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.report_builder import build_report
+from nsysreport.synth import write_trace
 from nsysreport.synth.kineto_ops import ShapedOp, ShapedTrace, write_shaped_trace
-from nsysreport.user_facts import Facts
+from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
+from nsysreport.user_facts import Facts, parse_model_shape
 
 from conftest import SHARED_TRACES
 
@@ -294,3 +296,32 @@ def test_a_real_trace_reports_mfu_per_gemm_family_with_its_sources() -> None:
     assert gemms and all(f.mfu_pct is not None for f in gemms)
     assert all(f.source == "shapes recorded by the PyTorch profiler" for f in gemms)
     assert {f.dtype for f in gemms} == {"tf32", "fp32"}
+
+
+def test_without_shapes_model_flops_per_layer_come_from_model(tmp_path: Path) -> None:
+    from_sim = TensorParallelConfig(tp=2, steps=2, layers_simulated=2, phase="prefill")
+    path = write_trace(tensor_parallel(from_sim), tmp_path / "tp2.sqlite")
+    shape = parse_model_shape("hidden=8192,tokens=4096,heads=64,kv_heads=8,ffn=28672,gated=1")
+    assert shape is not None
+    # Per layer and token: Q, K, V, O 2·h·(2h + 2·1024), MLP 3 matrices 2·h·28672.
+    per_layer = 4096 * (2 * 8192 * (2 * 8192 + 2 * 1024) + 3 * 2 * 8192 * 28672)
+    assert shape.layer_flops == per_layer
+    r = build_report(open_trace(path), path, facts=Facts(model=shape))
+    c = r.compute
+    assert c is not None and c.flops_source == "model" and c.families == ()
+    rows = [x for x in r.layers if x.layer != "(outside layers)"]
+    for x in c.layers:
+        mine = [y for y in rows if y.layer == x.layer]
+        # Each GPU does half of each occurrence (TP = 2, the group of its all-reduces).
+        assert x.flops == sum(y.occurrences for y in mine) * per_layer / 2
+        time = sum(y.gpu_time_ns or 0 for y in mine)
+        assert x.mfu_pct == pytest.approx(100 * x.flops / (time * 1e-9 * H100_BF16 * 1e12))
+    spans = sum(g.span_ns for g in r.gpus)
+    assert c.span_mfu_pct == pytest.approx(100 * c.flops / (spans * 1e-9 * H100_BF16 * 1e12))
+    assert c.sentence is not None and "from --model's FLOPs per layer" in c.sentence
+
+
+def test_recorded_shapes_win_over_the_model(tmp_path: Path) -> None:
+    shape = parse_model_shape("hidden=512,tokens=512")
+    c = _report(tmp_path, [mm(512, 512, 512, 10)], facts=Facts(model=shape)).compute
+    assert c is not None and c.flops_source == "shapes"

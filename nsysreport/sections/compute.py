@@ -17,8 +17,10 @@ from nsysreport.ceilings import model_of
 from nsysreport.flops import ELEMENT_BYTES, OpWork, math_dtype, op_work
 from nsysreport.peaks import peak
 from nsysreport.queries import run_query
-from nsysreport.sections.layers import OUTSIDE
+from nsysreport.sections.layers import OUTSIDE, LayerReport
+from nsysreport.sections.tp_structure import TpStructure
 from nsysreport.units import fmt_pct
+from nsysreport.user_facts import ModelShape
 
 if TYPE_CHECKING:
     import duckdb
@@ -97,6 +99,8 @@ class Compute:
     families: tuple[ComputeFamily, ...]
     layers: tuple[ComputeLayer, ...]
     steps: tuple[ComputeStep, ...]
+    # shapes: the operators' recorded shapes; model: --model's analytic FLOPs per layer
+    flops_source: str = "shapes"
 
     @property
     def sentence(self) -> str | None:
@@ -363,8 +367,83 @@ def _steps(
     return tuple(out)
 
 
+def build_model_compute(
+    model: ModelShape,
+    layers: Iterable[LayerReport],
+    tp: Iterable[TpStructure],
+    gpu_names: Mapping[GpuKey, str | None],
+    spans: Mapping[GpuKey, int],
+    user_peaks: Mapping[str, float],
+) -> Compute | None:
+    """The section from --model when no operator recorded its shapes: each occurrence of a
+    layer range is one forward pass of the model's layer over its tokens (ModelShape.
+    layer_flops), of which a GPU does 1/TP, TP the group size of the collectives inside its
+    layers (tp_structure; 1 without). None without layer ranges."""
+    group: dict[GpuKey, int] = {}
+    for t in tp:
+        if t.in_layers and t.group_gpus:
+            key = (t.file, t.pid, t.device_id)
+            group[key] = max(group.get(key, 1), t.group_gpus)
+    dtype = model.peak_dtype
+    sums: dict[str, _Sum] = defaultdict(_Sum)
+    for x in layers:
+        if x.layer == OUTSIDE or not x.occurrences or not x.gpu_time_ns:
+            continue
+        key = (x.file, x.pid, x.device_id)
+        flops = x.occurrences * model.layer_flops / group.get(key, 1)
+        layer_peak = peak(gpu_names.get(key), dtype, user_peaks).tflops
+        sums[x.layer].add(x.occurrences, x.gpu_time_ns, flops, None, layer_peak)
+    if not sums:
+        return None
+    total = sum(s.flops for s in sums.values())
+    at_peak = [(ns, peak(gpu_names.get(k), dtype, user_peaks).tflops) for k, ns in spans.items()]
+    known = at_peak and all(t for _, t in at_peak)
+    first_gpu = next(iter(gpu_names.values()), None)
+    p = peak(first_gpu, dtype, user_peaks)
+    model_row = model_of(first_gpu)
+    return Compute(
+        dtype=dtype,
+        peak_tflops=p.tflops,
+        peak_source=p.source if dtype else f"no FLOP peak for --model dtype {model.dtype}",
+        gpu_model=model_row.label if model_row else first_gpu,
+        calls=sum(s.calls for s in sums.values()),
+        unknown_calls=0,
+        flops=total,
+        time_ns=sum(s.time_ns for s in sums.values()),
+        covered_pct=None,
+        step_mfu_pct=None,
+        span_mfu_pct=100 * total / sum(ns * (t or 0) * 1e3 for ns, t in at_peak) if known else None,
+        families=(),
+        layers=tuple(
+            sorted(
+                (
+                    ComputeLayer(name, s.calls, s.time_ns, s.flops, s.tflops, s.mfu_pct)
+                    for name, s in sums.items()
+                ),
+                key=lambda x: (-x.time_ns, x.layer),
+            )
+        ),
+        steps=(),
+        flops_source="model",
+    )
+
+
 def compute_sentence(c: Compute) -> str | None:
     """MFU and the weakest big family in a sentence, for the verdict and the terminal."""
+    if c.flops_source == "model":
+        if c.span_mfu_pct is None:
+            return (
+                "Model FLOPs from --model are known per layer, but not the peak to measure "
+                f"them against ({c.peak_source})."
+            )
+        busiest = c.layers[0]
+        return (
+            f"MFU {fmt_pct(c.span_mfu_pct)} over the span from --model's FLOPs per layer "
+            f"(each layer range one forward pass), against the {(c.dtype or '?').upper()} peak "
+            f"of {c.peak_tflops or 0:,.1f} TFLOP/s; the layers run at "
+            f"{fmt_pct(_layers_mfu(c.layers))} of it while they run (busiest: "
+            f"{busiest.layer}, {fmt_pct(busiest.mfu_pct)})."
+        )
     mfu = c.step_mfu_pct if c.step_mfu_pct is not None else c.span_mfu_pct
     dtype = (c.dtype or "?").upper()
     if mfu is None:
@@ -389,6 +468,13 @@ def compute_sentence(c: Compute) -> str | None:
         if big.bound != "unknown":
             text += f" ({big.bound}-bound on the roofline)"
     return text + "."
+
+
+def _layers_mfu(layers: Iterable[ComputeLayer]) -> float | None:
+    """The layers' MFU together: their FLOPs over their time at peak."""
+    rows = [x for x in layers if x.mfu_pct]
+    at_peak = sum(x.flops * 100 / x.mfu_pct for x in rows if x.mfu_pct)
+    return 100 * sum(x.flops for x in rows) / at_peak if at_peak else None
 
 
 def _covered(c: Compute) -> str:
