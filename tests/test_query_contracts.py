@@ -101,6 +101,7 @@ RAW = {
     "comm_group_launch",
     "job_world",
     "nccl_payload",
+    "op_call",
 }
 OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fills them
 # What the loaders' steps create or fill: the raw and option tables, and the Kineto loader's

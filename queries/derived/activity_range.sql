@@ -24,8 +24,7 @@
 --   source         VARCHAR   kernel, memcpy, memset or graph
 --   activity_id    BIGINT    activity_id in the activity view
 --   role           VARCHAR   layer, torch_collective, nccl_collective or op (op_call)
---   range_id       BIGINT    the innermost range of that role containing the launch (op:
---                            the op_call row_id)
+--   range_id       BIGINT    innermost range of that role around the launch (op: op_call.row_id)
 --   label          VARCHAR   its label
 --   label_index    BIGINT    its label_index
 --   payload        BIGINT    its payload
