@@ -13,6 +13,7 @@ from nsysreport.analysis import open_report
 from nsysreport.critical_path import CAUSES
 from nsysreport.errors import OptionError, TraceError
 from nsysreport.inputs import expand_inputs
+from nsysreport.kernel_diff import KernelDiff, kernel_diff
 from nsysreport.model import Report
 from nsysreport.patterns import Patterns
 from nsysreport.sections.collectives import CollectiveReport
@@ -74,6 +75,9 @@ class Comparison:
     # Per cause: {"cause", "label", "pct": {label: % of its median step's path, or None}}; empty
     # when no configuration has a critical path (reports of several files have none yet).
     critical_path: tuple[dict[str, Any], ...] = ()
+    # Each other configuration against the baseline, kernel by kernel, with its comparability
+    # verdict first (nsysreport.kernel_diff).
+    kernel_diffs: tuple[KernelDiff, ...] = ()
 
     @property
     def graph_part(self) -> bool:
@@ -189,6 +193,13 @@ def compare(
             )
         )
     layers, layer_notes = _layers(ordered, measured)
+    reports = dict(ordered)
+    steps = {label: m.steps for label, m in measured.items()}
+    diffs = tuple(
+        kernel_diff((base_label, reports[base_label]), (label, report), steps)
+        for label, report in ordered
+        if label != base_label
+    )
     # What each configuration's numbers leave out or take with a caveat (its ledger).
     quality = [(label, i) for label, report in ordered for i in report.quality.items]
     notes += [f"{label}: {i.file}: {i.sentence}" for label, i in quality]
@@ -203,6 +214,7 @@ def compare(
         roles=_roles(ordered, measured, basis),
         ledger=tuple({"label": label, **i.ledger_row()} for label, i in quality),
         critical_path=_critical_paths(ordered),
+        kernel_diffs=diffs,
     )
 
 
@@ -486,4 +498,14 @@ def as_json(c: Comparison) -> dict[str, Any]:
         "ledger": list(c.ledger),
         "critical_path": list(c.critical_path),
         "critical_path_summary": critical_path_sentence(c),
+        "kernel_diff": [_kernel_diff_json(d) for d in c.kernel_diffs],
     }
+
+
+def _kernel_diff_json(d: KernelDiff) -> dict[str, Any]:
+    """One kernel diff, its rows' `kernel_class` written `class` (as the report's top_kernels)."""
+    data = dataclasses.asdict(d)
+    for key in ("by_time", "by_count", "new", "vanished"):
+        data[key] = [{"class": r.pop("kernel_class"), **r} for r in data[key]]
+    data["checks"], data["layers"] = list(data["checks"]), list(data["layers"])
+    return data

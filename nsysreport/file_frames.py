@@ -47,6 +47,7 @@ FRAME_QUERIES = (
     "launch_summary",
     "compute_op",
     "compute_step",
+    "kernel_layer_total",
 )
 # What the job-level analyses read of a file of several, on the aligned clock: its collective
 # instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and

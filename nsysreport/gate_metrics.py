@@ -12,6 +12,7 @@ from nsysreport.critical_path import CAUSES, HOST_CAUSES
 from nsysreport.errors import OptionError
 from nsysreport.model import Report
 from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.kernel_layers import KernelLayerTotal
 from nsysreport.sections.layers import OUTSIDE
 
 GpuKey = tuple[str, int, int]  # (file, pid, device_id)
@@ -250,6 +251,63 @@ def _mfu(report: Report, family: str | None) -> Measure:
     return Measure(100 * flops / at_peak, None, f"{len(chosen)} kernel families")
 
 
+# kernel_time_*[SELECTOR]: a kernel class (docs/metrics.md "Kernel classes", copies included),
+# else a regular expression searched in the kernel names.
+KERNEL_CLASSES = ("gemm", "attention", "comm", "other", "memcpy")
+
+
+def _kernel_family(
+    report: Report, selector: str | None, metric: str
+) -> tuple[list[KernelLayerTotal], str]:
+    """The kernel_layers rows of one kernel class or of the names matching a regex."""
+    if selector is None:
+        raise OptionError(
+            f"{metric} needs a [CLASS] ({', '.join(KERNEL_CLASSES)}) or a [REGEX] of kernel "
+            f"names, e.g. {metric}[gemm]"
+        )
+    if selector in KERNEL_CLASSES:
+        return [k for k in report.kernel_layers if k.kernel_class == selector], selector
+    try:
+        pattern = re.compile(selector, re.IGNORECASE)
+    except re.error as exc:
+        raise OptionError(f"{metric}[{selector}]: not a regular expression ({exc})") from None
+    return [k for k in report.kernel_layers if pattern.search(k.name)], f"names ~ {selector}"
+
+
+def _no_kernel_table(report: Report) -> bool:
+    """A report with kernels but no per-kernel rows was written before the kernel diff."""
+    return not report.kernel_layers and any(g.kernel_count or g.memcpy_count for g in report.gpus)
+
+
+def _kernel_time(report: Report, selector: str | None) -> Measure:
+    """The family's summed kernel time per step and GPU (per GPU over the trace without
+    steps): what compare's kernel diff shows."""
+    rows, what = _kernel_family(report, selector, "kernel_time_ns")
+    if _no_kernel_table(report):
+        return Measure(None, note="no kernel_layers in the report (written before them)")
+    if not report.gpus:
+        return Measure(None, note="no GPU activity")
+    gpus = len(report.gpus)
+    steps = len({(s.file, s.pid, s.device_id, s.ordinal) for s in report.steps}) // gpus
+    per = "per step and GPU" if steps else "per GPU, whole trace (no steps)"
+    ns = sum(k.total_ns for k in rows) / (gpus * max(steps, 1))
+    note = f"{what}, {len({k.name for k in rows})} names, {per}"
+    return Measure(ns, None, note)
+
+
+def _kernel_share(report: Report, selector: str | None) -> Measure:
+    """The family's share of all kernel and copy time (summed durations), whole trace."""
+    rows, what = _kernel_family(report, selector, "kernel_time_pct")
+    if _no_kernel_table(report):
+        return Measure(None, note="no kernel_layers in the report (written before them)")
+    total = sum(k.total_ns for k in report.kernel_layers)
+    if not total:
+        return Measure(None, note="no kernel time")
+    ns = sum(k.total_ns for k in rows)
+    note = f"{what}, {len({k.name for k in rows})} names, all GPUs, whole trace"
+    return Measure(100.0 * ns / total, None, note)
+
+
 def _overlap(g: GpuReport) -> float | None:
     return g.overlap_pct
 
@@ -380,6 +438,25 @@ METRICS: dict[str, Metric] = {
             _mfu,
             selector=True,
         ),
+        Metric(
+            "kernel_time_ns",
+            "ns",
+            True,
+            "kernel_time_ns[CLASS|REGEX]: the summed time of one kernel class (gemm, attention, "
+            "comm, other, memcpy) or of the kernel names matching REGEX, per step and GPU "
+            "(without steps per GPU over the trace)",
+            _kernel_time,
+            selector=True,
+        ),
+        Metric(
+            "kernel_time_pct",
+            "pct",
+            True,
+            "kernel_time_pct[CLASS|REGEX]: that time's share of all kernel and copy time "
+            "(summed durations, all GPUs, whole trace)",
+            _kernel_share,
+            selector=True,
+        ),
     )
 }
 
@@ -390,7 +467,8 @@ def metric_of(name: str) -> tuple[Metric, str | None]:
     metric = METRICS.get(match.group(1)) if match else None
     if match is None or metric is None:
         valid = ", ".join(METRICS) + (
-            ", layer_exposed_comm_ns[LAYER], exposed_comm_pct[ROLE], critical_path_pct[CAUSE]"
+            ", layer_exposed_comm_ns[LAYER], exposed_comm_pct[ROLE], critical_path_pct[CAUSE], "
+            "kernel_time_ns[CLASS|REGEX], kernel_time_pct[CLASS|REGEX]"
         )
         raise OptionError(f"unknown metric {name!r}; valid metrics: {valid}")
     if match.group(2) is not None and not metric.selector:

@@ -43,6 +43,7 @@ from nsysreport.sections.gpu_breakdown import (
     GpuReport,
 )
 from nsysreport.sections.gpu_metrics import GpuMetric, IgnoredGpuMetric
+from nsysreport.sections.kernel_layers import KernelLayerTotal
 from nsysreport.sections.kernels import KernelSummary
 from nsysreport.sections.launches import LaunchStream, launch_sentence
 from nsysreport.sections.layers import (
@@ -122,6 +123,9 @@ class Report:
     critical_path: CriticalPath | None = None  # what set the median step's length
     launches: tuple[LaunchStream, ...] = ()  # per GPU stream: how the host fed it
     compute: Compute | None = None  # FLOPs, MFU and roofline of the ops with recorded shapes
+    # Per kernel name and layer over all GPUs: what compare's kernel diff and gate's kernel
+    # budgets read.
+    kernel_layers: tuple[KernelLayerTotal, ...] = ()
 
     @property
     def roles(self) -> tuple[RoleSummary, ...]:
@@ -248,6 +252,19 @@ class Report:
             else None
         )
         compute = r.field(data, "", "compute", Compute | None) if "compute" in data else None
+        # Absent from reports written before the kernel diff: none.
+        kernel_layers = (
+            tuple(
+                r.instance(
+                    KernelLayerTotal, k, f"kernel_layers[{i}]", renames={"kernel_class": "class"}
+                )
+                for i, k in enumerate(
+                    r.field(data, "", "kernel_layers", tuple[dict[str, Any], ...]) or ()
+                )
+            )
+            if "kernel_layers" in data
+            else ()
+        )
         r.done()
         traces, layers = fields["traces"], fields["layers"]
         file = Path(traces[0].path).name if len(traces) == 1 else None
@@ -261,6 +278,7 @@ class Report:
             **gpu_metrics,
             critical_path=path,
             compute=compute,
+            kernel_layers=kernel_layers,
         )
 
 
@@ -363,6 +381,15 @@ def _kernels_json(report: Report) -> list[dict[str, Any]]:
     return kernels
 
 
+def _kernel_layers_json(report: Report) -> list[dict[str, Any]]:
+    rows = []
+    for k in report.kernel_layers:
+        row = plain(k)
+        row = {"class": row.pop("kernel_class"), **row}
+        rows.append(row)
+    return rows
+
+
 def _stragglers_json(report: Report) -> dict[str, Any]:
     s = report.stragglers
     return {"matched": s.matched, "unmatched": list(s.unmatched), "gpus": plain(s.gpus)}
@@ -427,6 +454,7 @@ JSON_SECTIONS: tuple[tuple[str, tuple[str, ...], Callable[[Report], Any]], ...] 
     ("critical_path", ("critical_path",), _rows("critical_path")),
     ("launches", ("launches",), _rows("launches")),
     ("compute", ("compute",), _rows("compute")),
+    ("kernel_layers", ("kernel_layers",), lambda report: _kernel_layers_json(report)),
 )
 
 

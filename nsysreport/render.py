@@ -20,6 +20,7 @@ from nsysreport.compare import (
     summary_sentence,
 )
 from nsysreport.errors import OptionError
+from nsysreport.kernel_diff import total_sentence
 from nsysreport.model import Report
 from nsysreport.pickling import pickled_model
 from nsysreport.queries import resource_dir
@@ -183,6 +184,7 @@ def render_compare_html(comparison: Comparison, generated_at: str | None = None)
         "collectives_summary": collective_sentence(comparison),
         "roles_summary": role_comparison_sentence(comparison),
         "critical_path_summary": critical_path_sentence(comparison),
+        "kernel_totals": {d.label: total_sentence(d) for d in comparison.kernel_diffs},
         "generated_at": generated_at or generated_now(),
         "tool_version": __version__,
         "part_colours": charts.part_colours(comparison.graph_part, comparison.overhead_part),

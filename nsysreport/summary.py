@@ -15,6 +15,13 @@ from nsysreport.compare import (
     role_comparison_sentence,
     summary_sentence,
 )
+from nsysreport.kernel_diff import (
+    KernelDiff,
+    layers_sentence,
+    names_sentence,
+    short_name,
+    total_sentence,
+)
 from nsysreport.model import Report
 from nsysreport.sections.capture import TOPIC_LABELS, Diagnostic
 from nsysreport.sections.critical_path import HOST_BOUND_PCT
@@ -190,10 +197,43 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
     moved = critical_path_sentence(c)
     if moved is not None:
         console.print(f"[bold]Critical path:[/] {moved}", soft_wrap=True)
+    for diff in c.kernel_diffs:
+        _print_kernel_diff(console, diff)
     for note in c.notes:
         console.print(f"Note: {note}", soft_wrap=True)
     for path in written:
         console.print(f"Wrote {path}", soft_wrap=True)
+
+
+def _print_kernel_diff(console: Console, d: KernelDiff, top: int = 5) -> None:
+    """The comparability verdict first, then the kernels whose time changed most."""
+    from rich.markup import escape  # lazy, as in print_summary (kernel names hold brackets)
+    from rich.table import Table
+
+    console.print(f"[bold]Kernel diff:[/] {escape(d.verdict)}", soft_wrap=True)
+    console.print(escape(total_sentence(d)), soft_wrap=True)
+    if d.by_time:
+        table = Table(box=None, header_style="bold", pad_edge=False)
+        for heading in ("kernel", "class", "layer", d.baseline, d.label, "change", "count"):
+            table.add_column(
+                heading, justify="left" if heading in ("kernel", "class", "layer") else "right"
+            )
+        for x in d.by_time[:top]:
+            sign = "+" if x.delta_ns > 0 else "-"
+            pct = "" if x.delta_pct is None else f" ({x.delta_pct:+.0f}%)"
+            table.add_row(
+                escape(short_name(x.name)),
+                x.kernel_class,
+                escape(x.layer),
+                fmt_ns(x.base_ns),
+                fmt_ns(x.ns),
+                f"{sign}{fmt_ns(abs(x.delta_ns))}{pct}",
+                f"{x.base_count:.3g} → {x.count:.3g}",
+            )
+        console.print(table)
+    for line in (names_sentence(d), layers_sentence(d)):
+        if line is not None:
+            console.print(escape(line), soft_wrap=True)
 
 
 def _console() -> Console:

@@ -239,3 +239,27 @@ def test_every_link_between_the_docs_leads_to_a_file_and_heading_that_exist() ->
             elif anchor and anchor not in _anchors(linked.read_text(encoding="utf-8")):
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert not broken, broken
+
+
+def test_every_field_of_compare_s_kernel_diff_is_in_the_kernel_diff_table(tmp_path: Path) -> None:
+    from nsysreport.compare import as_json as compare_json
+    from nsysreport.compare import compare, load_inputs
+
+    # A GEMM slowed and a kernel only the second run has: every row list is written.
+    runs = []
+    for name, gemm, extra in (("a", 1_000, []), ("b", 1_500, [Kernel(4_000, 4_100, NCCL)])):
+        scenario = Scenario(kernels=[Kernel(1_000, 1_000 + gemm, GEMM), *extra])
+        runs.append(str(write_trace(scenario, tmp_path / f"{name}.sqlite")))
+    data = compare_json(compare(load_inputs(runs, Patterns())))
+    rows = ("by_time", "by_count", "new", "vanished")
+    written = {
+        # The four row lists share their fields: documented once, under by_time.
+        re.sub(rf"\.({'|'.join(rows)})\[\]", ".by_time[]", path)
+        for path, _ in fields({"kernel_diff": data["kernel_diff"]})
+    }
+    assert data["kernel_diff"][0]["new"] and data["kernel_diff"][0]["by_time"]
+    documented = set(table_names("## Kernel diff"))
+    assert not written - documented, sorted(written - documented)
+    assert not documented - written - {f"kernel_diff[].{r}" for r in rows}, sorted(
+        documented - written
+    )
