@@ -350,6 +350,9 @@ def gate(
       critical_path_wait_ns  the longest wait for a rank at a collective on the path
       mfu_pct                model FLOPs utilisation of the median step (recorded shapes);
                              mfu_pct[REGEX] gates the kernel families matching REGEX
+      kernel_time_ns         kernel_time_ns[CLASS|REGEX]: a kernel class's (gemm, attention,
+                             comm, other, memcpy) or matching names' time per step and GPU
+      kernel_time_pct        kernel_time_pct[CLASS|REGEX]: its share of all kernel time
     """
 
     def work() -> GateResult:

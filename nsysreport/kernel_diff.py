@@ -77,8 +77,8 @@ class KernelDiff:
     total_ns: float
     by_time: tuple[KernelChange, ...]  # largest |delta_ns| first
     by_count: tuple[KernelChange, ...]  # largest |delta_count| first; changed counts only
-    new: tuple[KernelChange, ...]  # names only this configuration ran, most time first
-    vanished: tuple[KernelChange, ...]  # names only the baseline ran, most time first
+    new: tuple[KernelChange, ...]  # every name only this configuration ran, most time first
+    vanished: tuple[KernelChange, ...]  # every name only the baseline ran, most time first
     layers: tuple[LayerDelta, ...]  # per layer, in layer order
 
 
@@ -144,8 +144,8 @@ def kernel_diff(
         total_ns=sum(v[2] for v in rows_b.values()),
         by_time=tuple(by_time[:top]),
         by_count=tuple(by_count[:top]),
-        new=tuple(_by_name(changes, "new")[:top]),
-        vanished=tuple(_by_name(changes, "vanished")[:top]),
+        new=tuple(_by_name(changes, "new")),
+        vanished=tuple(_by_name(changes, "vanished")),
         layers=_layers(changes),
     )
 
@@ -361,7 +361,9 @@ def _window(la: str, a: Report, lb: str, b: Report, steps: dict[str, int], per_s
 
 
 def short_name(name: str, width: int = 60) -> str:
-    """A kernel name cut to `width` characters (C++ templates run to hundreds)."""
+    """A kernel name without its `void ` return type, cut to `width` characters (C++ templates
+    run to hundreds)."""
+    name = name.removeprefix("void ")
     return name if len(name) <= width else name[: width - 1] + "…"
 
 

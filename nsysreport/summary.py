@@ -215,14 +215,21 @@ def _print_kernel_diff(console: Console, d: KernelDiff, top: int = 5) -> None:
     if d.by_time:
         table = Table(box=None, header_style="bold", pad_edge=False)
         for heading in ("kernel", "class", "layer", d.baseline, d.label, "change", "count"):
+            # The names give way on a narrow terminal; the numbers never wrap.
+            wide = {"kernel": 44, "layer": 20}.get(heading)
+            left = heading in ("kernel", "class", "layer")
             table.add_column(
-                heading, justify="left" if heading in ("kernel", "class", "layer") else "right"
+                heading,
+                justify="left" if left else "right",
+                no_wrap=True,
+                overflow="ellipsis",
+                max_width=wide,
             )
         for x in d.by_time[:top]:
             sign = "+" if x.delta_ns > 0 else "-"
             pct = "" if x.delta_pct is None else f" ({x.delta_pct:+.0f}%)"
             table.add_row(
-                escape(short_name(x.name)),
+                escape(short_name(x.name, 44)),
                 x.kernel_class,
                 escape(x.layer),
                 fmt_ns(x.base_ns),
