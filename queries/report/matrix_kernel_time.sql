@@ -1,8 +1,8 @@
 -- matrix_kernel_time: the summed time of every GEMM and attention kernel, over all GPUs
 --
 -- What the Compute efficiency section's coverage divides by: the share of matrix-kernel time
--- whose FLOPs the recorded shapes give. No row without such kernels. Summed durations (kernel_gpu_total), as the calls'
--- time is, so the two compare like for like.
+-- whose FLOPs the recorded shapes give. Summed durations (kernel_gpu_total), as the calls'
+-- time is, so the two compare like for like. No row without such kernels.
 --
 -- Reads: kernel_gpu_total
 --
