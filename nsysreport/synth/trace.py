@@ -152,6 +152,42 @@ class NvtxRange:
     binary: bytes | None = None  # an extended payload (binaryData; see nccl_payload)
 
 
+def emit_nvtx_text(
+    op: str,
+    sizes: Sequence[Sequence[int]],
+    seq: int | None = 0,
+    op_id: int = 1,
+    input_op_ids: Sequence[tuple[int, int]] = (),
+) -> str:
+    """The text PyTorch's `emit_nvtx(record_shapes=True)` pushes for an op call (getNvtxStr,
+    docs/export-format.md): `aten::mm, seq = 12, op_id = 345, sizes = [[64, 128], [128, 256]],
+    input_op_ids = [(342,0), (343,0)]`; `seq` None for an op autograd gives no sequence number,
+    a scalar or absent input's size `[]`."""
+    text = op if seq is None else f"{op}, seq = {seq}"
+    text += f", op_id = {op_id}"
+    if sizes:
+        shapes = ", ".join("[" + ", ".join(str(d) for d in shape) + "]" for shape in sizes)
+        text += f", sizes = [{shapes}]"
+    if input_op_ids:
+        text += ", input_op_ids = [" + ", ".join(f"({i},{n})" for i, n in input_op_ids) + "]"
+    return text
+
+
+def emit_nvtx_op(
+    kernel: Kernel,
+    op: str,
+    sizes: Sequence[Sequence[int]],
+    seq: int | None = 0,
+    op_id: int = 1,
+    margin: int = 1,
+) -> NvtxRange:
+    """The emit_nvtx range of the op that launched `kernel`: pushed `margin` ns before its
+    launch call on the launching thread, popped `margin` ns after the call returns."""
+    start, end = (kernel.start - 2, kernel.start - 1) if kernel.launch is None else kernel.launch
+    text = emit_nvtx_text(op, sizes, seq, op_id)
+    return NvtxRange(start - margin, end + margin, text, pid=kernel.pid, tid=kernel.tid)
+
+
 @dataclass(frozen=True, slots=True)
 class Gpu:
     """A TARGET_INFO_GPU row; `pid` also maps it to that process (TARGET_INFO_CUDA_DEVICE)."""
