@@ -47,6 +47,7 @@ class Config:
     scaling_efficiency: float  # speedup / ideal speedup
     breakdown: dict[str, float]  # PARTS, mean per step and GPU; sums to mean_step_time_ns
     loss: dict[str, float]  # PARTS and total_ns: mean step time minus the ideal, by part
+    mfu_pct: float | None = None  # the report's compute step MFU, else span MFU; None: unknown
 
     @property
     def ideal_step_time_ns(self) -> float:
@@ -190,6 +191,7 @@ def compare(
                 scaling_efficiency=speedup / ideal if ideal else 0.0,
                 breakdown=m.parts,
                 loss=loss,
+                mfu_pct=_mfu(report),
             )
         )
     layers, layer_notes = _layers(ordered, measured)
@@ -478,6 +480,14 @@ def collective_sentence(c: Comparison) -> str | None:
         f"bus bytes per GPU {series('bus_bytes', fmt_bytes)}; "
         f"{series('utilisation_pct', fmt_pct)} of the link's ceiling; {bound}."
     )
+
+
+def _mfu(report: Report) -> float | None:
+    """The configuration's model FLOPs utilisation (the Compute efficiency section's)."""
+    c = report.compute
+    if c is None:
+        return None
+    return c.step_mfu_pct if c.step_mfu_pct is not None else c.span_mfu_pct
 
 
 def as_json(c: Comparison) -> dict[str, Any]:

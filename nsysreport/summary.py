@@ -172,9 +172,11 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
     console = _console()
     table = Table(box=None, header_style="bold", pad_edge=False)
     headings = ("config", "GPUs", "step time", c.throughput_unit, "speedup", "ideal", "efficiency")
-    for heading in (*headings, "exp. comm/step", "idle/step"):
+    mfu = any(x.mfu_pct is not None for x in c.configs)
+    for heading in (*headings, "exp. comm/step", "idle/step", *(("MFU",) if mfu else ())):
         table.add_column(heading, justify="left" if heading == "config" else "right")
     for x in c.configs:
+        shown = (fmt_pct(x.mfu_pct) if x.mfu_pct is not None else "unknown",) if mfu else ()
         table.add_row(
             x.label + (" (baseline)" if x.label == c.baseline else ""),
             str(x.gpus),
@@ -185,6 +187,7 @@ def print_comparison(c: Comparison, written: Sequence[Path]) -> None:
             f"{x.scaling_efficiency_pct:.0f}%",
             fmt_ns(x.breakdown["exposed_comm_ns"]),
             fmt_ns(x.breakdown["idle_ns"]),
+            *shown,
         )
     console.print(table)
     console.print(f"[bold]Scaling:[/] {summary_sentence(c)}", soft_wrap=True)

@@ -325,3 +325,19 @@ def test_recorded_shapes_win_over_the_model(tmp_path: Path) -> None:
     shape = parse_model_shape("hidden=512,tokens=512")
     c = _report(tmp_path, [mm(512, 512, 512, 10)], facts=Facts(model=shape)).compute
     assert c is not None and c.flops_source == "shapes"
+
+
+def test_compare_shows_each_configuration_s_mfu(tmp_path: Path) -> None:
+    fast = write_shaped_trace(ShapedTrace([[mm(4096, 4096, 4096, 500)]]), tmp_path / "a.json")
+    slow = write_shaped_trace(ShapedTrace([[mm(4096, 4096, 4096, 1000)]]), tmp_path / "b.json")
+    out = tmp_path / "c.json"
+    result = CliRunner().invoke(
+        app, ["compare", str(fast), str(slow), "-o", str(tmp_path / "c.html"), "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    configs = json.loads(out.read_text())["configs"]
+    reports = [_report(tmp_path, [mm(4096, 4096, 4096, us)]) for us in (500, 1000)]
+    assert [c["mfu_pct"] for c in configs] == [
+        pytest.approx(r.compute.step_mfu_pct) for r in reports if r.compute
+    ]
+    assert "MFU" in result.output
