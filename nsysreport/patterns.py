@@ -20,6 +20,9 @@ DEFAULT_KERNEL_RULES: tuple[tuple[str, str], ...] = (
     ("attention", r"flash|fmha|sdpa|attention"),
     ("other", r"splitKreduce"),  # cuBLAS split-K epilogue: a reduction, not a GEMM
     ("gemm", r"gemm|xmma|nvjet|gemv|cutlass.*tensorop|cublaslt|GemmUniversal"),
+    # ROCm: Tensile's kernels (rocBLAS, hipBLASLt) are named by their contraction, C[i,j,k] =
+    # A[i,l,k]·B[l,j,k] spelled Cijk_Ailk_Bljk_... (ROCm/Tensile, KernelWriter naming).
+    ("gemm", r"^Cijk_"),
 )
 KERNEL_CLASSES = ("comm", "attention", "gemm", "other")
 

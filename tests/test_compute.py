@@ -341,3 +341,12 @@ def test_compare_shows_each_configuration_s_mfu(tmp_path: Path) -> None:
         pytest.approx(r.compute.step_mfu_pct) for r in reports if r.compute
     ]
     assert "MFU" in result.output
+
+
+def test_rocm_tensile_gemms_are_gemms_and_measured_against_the_mi300x_peak() -> None:
+    path = SHARED_TRACES / "kineto" / "mi300_rccl_rank0.json.gz"
+    c = build_report(open_trace(path), path).compute
+    assert c is not None and c.gpu_model == "Instinct MI300X"
+    assert {f.kernel_class for f in c.families} == {"gemm"}
+    assert all(f.family.startswith("Cijk_") and f.peak_tflops == 1307.4 for f in c.families)
+    assert c.covered_pct is not None and c.covered_pct > 0
