@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from nsysreport.errors import TraceError
+from nsysreport.flops import SHAPED_OPS
 from nsysreport.queries import run_loader
 from nsysreport.raw_tables import (
     FILE_ROW,
@@ -100,12 +101,14 @@ def copy_parquet(
     nvtx_roles: str | None = None,
 ) -> None:
     """Copy the raw tables of the Parquet export at `path` into `con` (see the module's doc);
-    with `nvtx_roles`, NVTX ranges that can play no role are dropped and counted."""
+    NVTX ranges of operator calls with shapes fill op_call; with `nvtx_roles`, NVTX ranges
+    that can play no role are dropped and counted (op calls among them too)."""
     import duckdb
 
     create_raw_tables(con)
     register_text_functions(con)
     run_loader(con, "nvtx_roleless")
+    run_loader(con, "nvtx_op_call")
     files = table_files(path)
     in_file = 0
     try:
@@ -117,6 +120,7 @@ def copy_parquet(
             _copy_table(con, table, files[table], schema, nvtx_roles)
             if table == "NVTX_EVENTS":
                 in_file = _rows_in(con, files[table])
+                run_loader(con, "op_call_nvtx", {"ops": list(SHAPED_OPS)})
         if nvtx_roles is not None and "NVTX_EVENTS" in files:
             run_loader(con, "nvtx_roleless_delete", {"roles": nvtx_roles})
             run_loader(con, "nvtx_unloaded_count", {"in_file": in_file})
@@ -159,10 +163,10 @@ def _copy_table(
         + ", ".join(f'{_value_sql(n, t, types[n])} AS "{n}"' for n, t in wanted)
         + f" FROM read_parquet($file, file_row_number = true) WHERE ({reason}) IS NULL"
     )
-    params: dict[str, str] = {"file": str(file)}
+    params: dict[str, str | list[str]] = {"file": str(file)}
     keep = ""
     if table == "NVTX_EVENTS" and nvtx_roles is not None and all(c in types for c in ROLE_COLUMNS):
-        keep, params["roles"] = ROLELESS_KEPT, nvtx_roles
+        keep, params["roles"], params["ops"] = ROLELESS_KEPT, nvtx_roles, list(SHAPED_OPS)
     con.execute(
         f'INSERT INTO main."{table}" ("{FILE_ROW}", {names}) '
         f'SELECT "{FILE_ROW}", {names} FROM ({typed}) {keep}',

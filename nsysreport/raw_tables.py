@@ -214,9 +214,12 @@ FILE_ROW = "file_row"
 
 
 # The NVTX rows a loader copies when it may leave out those that can play no role (the
-# nvtx_roleless macro, queries/load/nvtx_roleless.sql; $roles: Patterns.role_pattern()).
+# nvtx_roleless macro, queries/load/nvtx_roleless.sql; $roles: Patterns.role_pattern()): the
+# rows that may be op calls with shapes too (nvtx_op_candidate, queries/load/nvtx_op_call.sql;
+# $ops: nsysreport.flops.SHAPED_OPS), which op_call_nvtx reads before nvtx_roleless_delete
+# drops them. The cheap test first: the role patterns are then matched against the rest only.
 ROLELESS_KEPT = (
-    "WHERE NOT coalesce("
+    "WHERE nvtx_op_candidate(text, $ops) OR NOT coalesce("
     'nvtx_roleless(eventType, "end", endGlobalTid, globalTid, textId, text, $roles), false)'
 )
 

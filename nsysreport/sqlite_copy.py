@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from nsysreport.errors import TraceError
+from nsysreport.flops import SHAPED_OPS
 from nsysreport.queries import run_loader
 from nsysreport.raw_tables import FILE_ROW, RAW_TABLES, ROLELESS_KEPT, create_raw_tables
 from nsysreport.source_schema import SourceSchema
@@ -56,14 +57,16 @@ def copy_tables(
 
     Both loaders give the same tables: each reads a table as it is (the scanner by its declared
     types, ADBC by the types of its values) and hands any table it cannot read exactly (bytes
-    that are not UTF-8, a value of another type) to the careful read (_Adbc). With `nvtx_roles`
+    that are not UTF-8, a value of another type) to the careful read (_Adbc). The NVTX ranges
+    of operator calls with shapes (PyTorch's emit_nvtx) fill op_call. With `nvtx_roles`
     (Patterns.role_pattern), NVTX ranges that can play no role stay in the file, counted in
-    nvtx_unloaded.
+    nvtx_unloaded (op calls among them too: they are in op_call alone).
     """
     import duckdb
 
     create_raw_tables(con)
     run_loader(con, "nvtx_roleless")  # the macro the scan's filter and the delete after it call
+    run_loader(con, "nvtx_op_call")  # the macros the scan's filter and op_call_nvtx call
     loader = _pick_loader(con)
     present = [t for t in RAW_TABLES if t in schema.tables]
     try:
@@ -76,6 +79,8 @@ def copy_tables(
                         progress(table)
                     if not (table in schema.typed and adbc.copy(con, table, schema, exact=True)):
                         adbc.copy(con, table, schema, exact=False)
+            if "NVTX_EVENTS" in present:
+                run_loader(con, "op_call_nvtx", {"ops": list(SHAPED_OPS)})
             if nvtx_roles is not None and "NVTX_EVENTS" in present:
                 _leave_roleless_ranges(con, source, nvtx_roles)
     except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
@@ -297,10 +302,11 @@ def _copy_with_scanner(
                 values = ", ".join(
                     f'"{n}"' if t == "BIGINT" else f"replace(\"{n}\", chr(0), '')" for n, t in cols
                 )
-                # Roleless NVTX ranges are never loaded (the delete after the load then finds none).
+                # Roleless NVTX ranges are never loaded, but for those that may be op calls with
+                # shapes: op_call_nvtx reads them, then the delete after the load drops them.
                 keep, params = "", {}
                 if table == "NVTX_EVENTS" and nvtx_roles is not None:
-                    keep, params = ROLELESS_KEPT, {"roles": nvtx_roles}
+                    keep, params = ROLELESS_KEPT, {"roles": nvtx_roles, "ops": list(SHAPED_OPS)}
                 try:
                     con.execute(
                         f'INSERT INTO main."{table}" ({FILE_ROW}, {names}) '
