@@ -17,7 +17,7 @@ from nsysreport.gate_metrics import metric_of
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.report_builder import build_report
-from nsysreport.synth import write_trace
+from nsysreport.synth import Gpu, Kernel, Scenario, emit_nvtx_op, write_trace
 from nsysreport.synth.kineto_ops import ShapedOp, ShapedTrace, write_shaped_trace
 from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 from nsysreport.user_facts import Facts, parse_model_shape
@@ -350,3 +350,25 @@ def test_rocm_tensile_gemms_are_gemms_and_measured_against_the_mi300x_peak() -> 
     assert {f.kernel_class for f in c.families} == {"gemm"}
     assert all(f.family.startswith("Cijk_") and f.peak_tflops == 1307.4 for f in c.families)
     assert c.covered_pct is not None and c.covered_pct > 0
+
+
+def test_an_nsys_emit_nvtx_trace_with_shapes_gets_flops_and_the_kernel_name_s_dtype(
+    tmp_path: Path,
+) -> None:
+    # One 4096x8192 @ 8192x1024 GEMM of 500 µs under its emit_nvtx range, one without a range.
+    gemm = Kernel(1_000_000, 1_500_000, GEMM, launch=(900_000, 910_000))
+    other = Kernel(2_000_000, 2_100_000, GEMM, launch=(1_900_000, 1_910_000))
+    scenario = Scenario(
+        gpus=[Gpu(0)],
+        kernels=[gemm, other],
+        nvtx=[emit_nvtx_op(gemm, "aten::mm", [[4096, 8192], [8192, 1024]], seq=3, op_id=7)],
+    )
+    path = write_trace(scenario, tmp_path / "emit.sqlite")
+    c = build_report(open_trace(path), path).compute
+    assert c is not None
+    (f,) = c.families
+    assert f.flops == 2 * 4096 * 8192 * 1024 and f.time_ns == 500_000
+    assert f.dtype == "bf16" and f.peak_tflops == H100_BF16
+    assert f.source == "shapes recorded by emit_nvtx; dtype from the kernel name"
+    # The GEMM outside any op range has FLOPs no trace records: 500 of 600 µs are covered.
+    assert c.covered_pct == pytest.approx(100 * 500 / 600)
