@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from nsysreport.ceilings import model_of
-from nsysreport.errors import OptionError
+from nsysreport.user_facts import parse_rates
 
 PEAK_DTYPES = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "fp4")
 
@@ -77,20 +77,7 @@ PEAK_TFLOPS: dict[str, tuple[dict[str, float], str]] = {
 
 def parse_peak_tflops(items: list[str]) -> dict[str, float]:
     """--peak-tflops DTYPE=N values, checked."""
-    peaks = {}
-    for item in items:
-        dtype, sep, value = item.partition("=")
-        try:
-            tflops = float(value) if sep else -1.0
-        except ValueError:
-            tflops = -1.0
-        if dtype.lower() not in PEAK_DTYPES or not tflops > 0:
-            raise OptionError(
-                f"--peak-tflops {item!r}: expected DTYPE=TFLOPS with DTYPE one of "
-                f"{', '.join(PEAK_DTYPES)} and TFLOPS > 0, e.g. bf16=989.5"
-            )
-        peaks[dtype.lower()] = tflops
-    return peaks
+    return parse_rates("--peak-tflops", items, PEAK_DTYPES, "DTYPE=TFLOPS", "bf16=989.5")
 
 
 def peak(gpu_name: str | None, dtype: str | None, user: Mapping[str, float]) -> Peak:

@@ -111,17 +111,26 @@ class Facts:
 
 def parse_link_peaks(items: list[str]) -> dict[str, float]:
     """--link-peak LINK=GBPS values (LINK one of LINKS), checked."""
-    peaks = {}
+    return parse_rates("--link-peak", items, LINKS, "LINK=GBPS", "nvlink=450")
+
+
+def parse_rates(
+    option: str, items: list[str], keys: tuple[str, ...], form: str, example: str
+) -> dict[str, float]:
+    """KEY=N values of a repeatable option (KEY one of `keys`, any letter case; N > 0),
+    checked: --link-peak's and --peak-tflops'."""
+    rates = {}
+    name, unit = form.split("=")
     for item in items:
-        link, sep, value = item.partition("=")
+        key, sep, value = item.partition("=")
         try:
-            gbps = float(value) if sep else -1.0
+            rate = float(value) if sep else -1.0
         except ValueError:
-            gbps = -1.0
-        if link not in LINKS or not gbps > 0:
+            rate = -1.0
+        if key.lower() not in keys or not rate > 0:
             raise OptionError(
-                f"--link-peak {item!r}: expected LINK=GBPS with LINK one of "
-                f"{', '.join(LINKS)} and GBPS > 0, e.g. nvlink=450"
+                f"{option} {item!r}: expected {form} with {name} one of {', '.join(keys)} and "
+                f"{unit} > 0, e.g. {example}"
             )
-        peaks[link] = gbps
-    return peaks
+        rates[key.lower()] = rate
+    return rates
