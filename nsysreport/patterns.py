@@ -19,7 +19,13 @@ DEFAULT_KERNEL_RULES: tuple[tuple[str, str], ...] = (
     ("comm", r"deep_ep|dpsk::ep"),  # DeepEP expert-parallel all-to-all
     ("attention", r"flash|fmha|sdpa|attention"),
     ("other", r"splitKreduce"),  # cuBLAS split-K epilogue: a reduction, not a GEMM
-    ("gemm", r"gemm|xmma|nvjet|gemv|cutlass.*tensorop|cublaslt|GemmUniversal"),
+    # `gemm` not as the end of `fbgemm`: FBGEMM's embedding, permute and quantisation kernels
+    # (fbgemm_gpu::..., and templates naming it) do no matrix product; its GEMMs say gemm again.
+    (
+        "gemm",
+        r"(^|[^b])gemm|(^|[^f])bgemm|xmma|nvjet|gemv|cutlass.*tensorop|cublaslt"
+        r"|GemmUniversal",
+    ),
     # ROCm: Tensile's kernels (rocBLAS, hipBLASLt) are named by their contraction, C[i,j,k] =
     # A[i,l,k]·B[l,j,k] spelled Cijk_Ailk_Bljk_... (ROCm/Tensile, KernelWriter naming).
     ("gemm", r"^Cijk_"),
