@@ -372,3 +372,17 @@ def test_an_nsys_emit_nvtx_trace_with_shapes_gets_flops_and_the_kernel_name_s_dt
     assert f.source == "shapes recorded by emit_nvtx; dtype from the kernel name"
     # The GEMM outside any op range has FLOPs no trace records: 500 of 600 µs are covered.
     assert c.covered_pct == pytest.approx(100 * 500 / 600)
+
+
+def test_fbgemm_embedding_kernels_are_not_gemms() -> None:
+    path = SHARED_TRACES / "kineto" / "recsys128_sampled_rank-0.json.gz"
+    con = open_trace(path)
+    named = con.execute(
+        "SELECT DISTINCT name FROM kernel WHERE class = 'gemm' AND name LIKE '%embedding%'"
+    ).fetchall()
+    assert named == []
+    # Their GEMMs proper still are: CUTLASS's TF32 tensor-op kernels and cuBLAS's sgemm.
+    (gemms,) = con.execute(
+        "SELECT count(*) FROM kernel WHERE class = 'gemm' AND name LIKE '%s1688gemm%'"
+    ).fetchone() or (0,)
+    assert gemms > 0
