@@ -49,6 +49,9 @@ FRAME_QUERIES = (
     "compute_step",
     "kernel_layer_total",
 )
+# The queries that read op_call: without a recorded shape they have no row, and are not run
+# (26 ms of a 0.72 s report on a sample trace, which hundreds of tests build).
+SHAPED_QUERIES = ("compute_op", "compute_step")
 # What the job-level analyses read of a file of several, on the aligned clock: its collective
 # instances (clock alignment, the straggler analysis), and whole derived tables: per GPU and
 # kernel name, every name (the top N is taken over all files' totals), and each stream
@@ -85,7 +88,11 @@ def file_frames(
     `instances`, JOB_QUERIES and JOB_TABLES stay in `con` (a report of this file alone reads
     them there: report_builder.build_report)."""
     meta = run_query(con, "trace_info").rows()  # no row: the export says nothing of itself
-    frames = {query: run_query(con, query) for query in FRAME_QUERIES}
+    shaped = has_op_calls(con)
+    frames = {
+        query: run_query(con, query) if shaped or query not in SHAPED_QUERIES else _no_rows()
+        for query in FRAME_QUERIES
+    }
     frames["gap_top"] = gap_top_rows(con, top)
     if instances:
         frames.update({query: run_query(con, query) for query in JOB_QUERIES})
@@ -101,6 +108,17 @@ def file_frames(
         quality=build_quality(con, name),
         middle=activity_middle(con, timeline_default and frames["step_breakdown"].is_empty()),
     )
+
+
+def has_op_calls(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the trace recorded any operator's shapes (queries/load/side_tables.sql)."""
+    return con.execute("SELECT EXISTS (SELECT 1 FROM op_call)").fetchone() == (True,)
+
+
+def _no_rows() -> pl.DataFrame:
+    import polars as pl  # lazy: see the TYPE_CHECKING import above
+
+    return pl.DataFrame()
 
 
 def activity_middle(con: duckdb.DuckDBPyConnection, middle_drawn: bool) -> dict[str, Any] | None:
