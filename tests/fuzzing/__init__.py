@@ -61,10 +61,10 @@ def ci_slice() -> dict[str, int]:
     (the long run, benchmarks/fuzz.py, is the thorough one; the sample is sized to keep CI
     inside its 20 minutes on 2 cores)."""
     return {
-        "structure": 6,
-        "values": 9,
-        "bytes": 3,
-        "kineto": 6,
+        "structure": 4,
+        "values": 6,
+        "bytes": 2,
+        "kineto": 4,
         **{f: len(t) for f, t in TEMPLATES.items()},
         "concurrency": 1,
         "kill": 1,
