@@ -3,12 +3,15 @@ file), filled by `load_into` with the trace's raw tables, then its derived table
 
 from __future__ import annotations
 
+import atexit
 import os
+import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from nsysreport.errors import TraceError
+from nsysreport.errors import OptionError, TraceError
 from nsysreport.kineto import NEXT_STEP, copy_kineto
 from nsysreport.nvtx_payload import load_nccl_payloads
 from nsysreport.parquet_dir import copy_parquet
@@ -32,7 +35,6 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
     """A DuckDB (in memory, or a cache file) that can never try to download an extension."""
     import duckdb
 
-    spill = Path(tempfile.gettempdir()) / "nsysreport-duckdb"
     con = duckdb.connect(
         str(database) if database else ":memory:",
         read_only=read_only,
@@ -57,15 +59,42 @@ def connect(database: Path | None = None, read_only: bool = False) -> duckdb.Duc
             # 1M kernels (emit_nvtx too) a report peaks at 440-490 MiB, below either limit.
             "memory_limit": _memory_limit(),
             # An in-memory database spills to ./.tmp by default: never beside the user's files.
-            "temp_directory": str(spill),
+            # Nor into a folder other processes share: two reports spilling at once into one
+            # fixed folder overwrote each other's duckdb_temp_storage files (IO Error: could
+            # not read enough bytes), and another user's folder of that name blocked it.
+            "temp_directory": str(spill_folder()),
         },
     )
     run_loader(con, "connection_settings")
     return con
 
 
+_process_spill: tuple[int, Path] | None = None  # (pid, folder) of this process's spill folder
+
+
+def spill_folder() -> Path:
+    """A new empty folder for one connection's spill, inside this process's private folder
+    (made 0700 by mkdtemp, removed when the process exits, after an error too). One folder a
+    connection: two databases of one process spilling into one folder would collide as well."""
+    global _process_spill
+    if _process_spill is None or _process_spill[0] != os.getpid():
+        folder = Path(tempfile.mkdtemp(prefix="nsysreport-spill-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        _process_spill = (os.getpid(), folder)
+    return Path(tempfile.mkdtemp(prefix="db-", dir=_process_spill[1]))
+
+
+MEMORY_VARIABLE = "NSYSREPORT_MEMORY_LIMIT"  # DuckDB's memory limit, e.g. 2GiB (docs/metrics.md)
+
+
 def _memory_limit() -> str:
-    """DuckDB's memory limit: a quarter of RAM, at most 768 MiB and at least 256 MiB."""
+    """DuckDB's memory limit: $NSYSREPORT_MEMORY_LIMIT when set, else a quarter of RAM, at most
+    768 MiB and at least 256 MiB."""
+    chosen = os.environ.get(MEMORY_VARIABLE, "").strip()
+    if chosen:
+        if not re.fullmatch(r"\d+(\.\d+)?\s*([KMGT]i?B|B)", chosen, re.IGNORECASE):
+            raise OptionError(f"{MEMORY_VARIABLE}={chosen!r}: expected a size such as 2GiB")
+        return chosen
     try:
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume enough RAM
