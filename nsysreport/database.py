@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,19 @@ def spill_folder() -> Path:
 
 
 MEMORY_VARIABLE = "NSYSREPORT_MEMORY_LIMIT"  # DuckDB's memory limit, e.g. 2GiB (docs/metrics.md)
+
+
+def out_of_memory_message(inputs: Sequence[object], exc: BaseException) -> str:
+    """One line for a report that ran out of memory: which inputs, the limit, what to do."""
+    names = ", ".join(str(i) for i in inputs[:3]) + (
+        f" and {len(inputs) - 3} more" if len(inputs) > 3 else ""
+    )
+    limit = _memory_limit() if os.environ.get(MEMORY_VARIABLE) else f"{_memory_limit()} (default)"
+    return (
+        f"{names or 'the report'}: ran out of memory ({str(exc).strip().splitlines()[0]}); "
+        f"DuckDB's limit is {limit}: raise it with {MEMORY_VARIABLE}=4GiB, or run fewer "
+        "reports at once"
+    )
 
 
 def _memory_limit() -> str:

@@ -129,6 +129,8 @@ def copy_kineto(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             run_loader(con, step)
         run_loader(con, "kineto_op_call", {"ops": list(SHAPED_OPS)})
         has_gpu = run_loader(con, "kineto_has_gpu").fetchone()
+    except duckdb.OutOfMemoryException:
+        raise  # not the trace's fault: the command's one line says so (cli._run)
     except duckdb.Error as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TraceError(

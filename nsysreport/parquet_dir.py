@@ -124,6 +124,8 @@ def copy_parquet(
         if nvtx_roles is not None and "NVTX_EVENTS" in files:
             run_loader(con, "nvtx_roleless_delete", {"roles": nvtx_roles})
             run_loader(con, "nvtx_unloaded_count", {"in_file": in_file})
+    except duckdb.OutOfMemoryException:
+        raise  # not the trace's fault: the command's one line says so (cli._run)
     except duckdb.Error as exc:
         raise TraceError(
             f"{path}: could not be read ({_first_line(exc)}); export the trace again"

@@ -83,6 +83,8 @@ def copy_tables(
                 run_loader(con, "op_call_nvtx", {"ops": list(SHAPED_OPS)})
             if nvtx_roles is not None and "NVTX_EVENTS" in present:
                 _leave_roleless_ranges(con, source, nvtx_roles)
+    except duckdb.OutOfMemoryException:
+        raise  # not the trace's fault: the command's one line says so (cli._run)
     except (duckdb.Error, OSError, UnicodeDecodeError, _adbc_error()) as exc:
         # Chained: the cache tells a failure of its own disk from one of the trace by the cause.
         raise TraceError(unreadable_message(path, exc)) from exc

@@ -49,6 +49,8 @@ def open_cached(
         _build_cache(target, trace, schema, progress, patterns)
         drop_older(target)
         return connect(target, read_only=True)
+    except duckdb.OutOfMemoryException:
+        raise  # loading into memory instead would need more of it (cli._run says so)
     except (OSError, duckdb.Error) as exc:
         return _in_memory(trace, schema, progress, patterns, exc)
     except TraceError as exc:
