@@ -28,28 +28,29 @@ GEMM_OPS = (
     "aten::matmul",
     "aten::_scaled_mm",
 )
+# Where a causal mask's diagonal starts when the query and key lengths differ (docs/metrics.md,
+# "Compute efficiency"): PyTorch's is_causal is top-left (query i sees keys 0..i);
+# FlashAttention-2 from 2.1 on, which PyTorch's flash ops run, bottom-right (the last query sees
+# every key); the efficient ops' custom_mask_type says which (1 top-left, 2 bottom-right).
+TOP_LEFT, BOTTOM_RIGHT, MASK_TYPE = "top-left", "bottom-right", "mask type"
 # Attention: (op, layout of q/k/v, index of the first of q/k/v, index of the causal flag in
-# the scalar inputs, backward). Layout "bhld": [batch, heads, length, dim] (the
-# scaled_dot_product_* ops); "blhd": [batch, length, heads, dim] (the kernels' own ops).
-ATTENTION_OPS: dict[str, tuple[str, int, int, bool]] = {
-    "aten::scaled_dot_product_attention": ("bhld", 0, 5, False),
-    "aten::_scaled_dot_product_flash_attention": ("bhld", 0, 4, False),
-    "aten::_scaled_dot_product_efficient_attention": ("bhld", 0, 6, False),
-    "aten::_scaled_dot_product_cudnn_attention": ("bhld", 0, 6, False),
-    "aten::_flash_attention_forward": ("blhd", 0, 8, False),
-    "aten::_efficient_attention_forward": ("blhd", 0, 9, False),
-    "aten::_scaled_dot_product_flash_attention_backward": ("bhld", 1, 11, True),
-    "aten::_scaled_dot_product_efficient_attention_backward": ("bhld", 1, 11, True),
-    "aten::_scaled_dot_product_cudnn_attention_backward": ("bhld", 1, 14, True),
-    "aten::_flash_attention_backward": ("blhd", 1, 11, True),
-    "aten::_efficient_attention_backward": ("blhd", 1, 14, True),
+# the scalar inputs, backward, alignment of the causal mask). Layout "bhld": [batch, heads,
+# length, dim] (the scaled_dot_product_* ops); "blhd": [batch, length, heads, dim] (the
+# kernels' own ops).
+ATTENTION_OPS: dict[str, tuple[str, int, int, bool, str]] = {
+    "aten::scaled_dot_product_attention": ("bhld", 0, 5, False, TOP_LEFT),
+    "aten::_scaled_dot_product_flash_attention": ("bhld", 0, 4, False, BOTTOM_RIGHT),
+    "aten::_scaled_dot_product_efficient_attention": ("bhld", 0, 6, False, TOP_LEFT),
+    "aten::_scaled_dot_product_cudnn_attention": ("bhld", 0, 6, False, TOP_LEFT),
+    "aten::_flash_attention_forward": ("blhd", 0, 8, False, BOTTOM_RIGHT),
+    "aten::_efficient_attention_forward": ("blhd", 0, 9, False, MASK_TYPE),
+    "aten::_scaled_dot_product_flash_attention_backward": ("bhld", 1, 11, True, BOTTOM_RIGHT),
+    "aten::_scaled_dot_product_efficient_attention_backward": ("bhld", 1, 11, True, TOP_LEFT),
+    "aten::_scaled_dot_product_cudnn_attention_backward": ("bhld", 1, 14, True, TOP_LEFT),
+    "aten::_flash_attention_backward": ("blhd", 1, 11, True, BOTTOM_RIGHT),
+    "aten::_efficient_attention_backward": ("blhd", 1, 14, True, MASK_TYPE),
 }
 SHAPED_OPS = GEMM_OPS + tuple(ATTENTION_OPS)
-
-# The backward pass of attention does five matrix products of the forward's two (dQ, dK, dV,
-# and the recomputed scores and dP): 2.5 times the forward's FLOPs (Dao, FlashAttention-2,
-# 2023, section 4.1; the FlashAttention benchmarks count it so).
-ATTENTION_BACKWARD = 2.5
 
 # PyTorch's dtype names (the profiler's `Input type`) to the dtypes peaks are listed by.
 DTYPES = {
@@ -213,9 +214,11 @@ def _matmul(a: list[int], b: list[int], batched: bool) -> tuple[int, int, int, i
 def _attention(
     name: str, shapes: list[list[int]], concrete: Any, dtype: str | None
 ) -> OpWork | None:
-    """4·B·H·L·S·D for the forward (Q·Kᵀ and P·V, each 2·B·H·L·S·D, with D of V for the
-    second), half of it under a causal mask, 2.5 times it for the backward."""
-    layout, first, causal_at, backward = ATTENTION_OPS[name]
+    """The matrix products over the (query, key) pairs the mask leaves: the forward's Q·Kᵀ
+    (2·D per pair) and P·V (2·Dv); the backward's recomputed Q·Kᵀ, dV = Pᵀ·dO, dP = dO·Vᵀ,
+    dQ = dS·K and dK = dSᵀ·Q (2·(3·D + 2·Dv) per pair). None when the mask's pairs are not
+    known."""
+    layout, first, causal_at, backward, alignment = ATTENTION_OPS[name]
     if len(shapes) < first + 3:
         return None
     q, k, v = shapes[first : first + 3]
@@ -227,31 +230,58 @@ def _attention(
         (b, lq, h, d), (_, s, hk, dk), (_, sv, _, dv) = q, k, v
     if d != dk or s != sv or k[0] != b or v[0] != b or hk == 0 or h % hk:
         return None
-    flops = 2.0 * b * h * lq * s * (d + dv)
-    causal = _flag(concrete, causal_at)
+    mask = _mask(concrete, causal_at, alignment)
     note = ""
-    if causal:
-        flops /= 2  # the masked half is skipped (FlashAttention's count)
-    elif causal is None:
-        note = "no causal flag recorded: counted unmasked"
-    if backward:
-        flops *= ATTENTION_BACKWARD
+    if mask is None:
+        note, mask = "no causal flag recorded: counted unmasked", ""
+    pairs = _pairs(lq, s, mask)
+    if pairs is None:
+        return None
+    per_pair = 2 * (3 * d + 2 * dv) if backward else 2 * (d + dv)
+    flops = float(b * h * pairs * per_pair)
     elements = b * h * lq * (d + dv) + b * hk * s * (dk + dv)  # q, o, k, v
     if backward:
         elements *= 2  # dO, dQ, dK, dV besides q, k, v, o
     return OpWork(flops, elements, dtype, note)
 
 
-def _flag(concrete: Any, index: int) -> bool | None:
-    """A boolean (or mask-type integer) scalar input as the profiler recorded it ('True',
-    'False', '1'), None when not recorded."""
+def _mask(concrete: Any, index: int, alignment: str) -> str | None:
+    """The call's causal mask: '' none, TOP_LEFT, BOTTOM_RIGHT, 'unknown' (a mask type no
+    alignment is known for); None when the flag is not recorded."""
+    flag = _flag(concrete, index)
+    if flag is None:
+        return None
+    if alignment == MASK_TYPE:  # custom_mask_type: 0 none, 1 top-left, 2 bottom-right
+        return {0: "", 1: TOP_LEFT, 2: BOTTOM_RIGHT}.get(flag, "unknown")
+    return alignment if flag else ""
+
+
+def _pairs(lq: int, lk: int, mask: str) -> int | None:
+    """The (query, key) pairs a mask leaves of lq x lk: top-left, query i sees keys 0..i,
+    sum over i < lq of min(i + 1, lk); bottom-right, keys 0..i + lk - lq, the sum of
+    clamp(i + lk - lq + 1, 0, lk). None for a mask of unknown alignment."""
+    if not mask:
+        return lq * lk
+    if mask == TOP_LEFT:
+        n = min(lq, lk)
+        return n * (n + 1) // 2 + max(lq - lk, 0) * lk
+    if mask == BOTTOM_RIGHT:
+        if lq <= lk:
+            return lq * lk - lq * (lq - 1) // 2
+        return lk * (lk + 1) // 2  # the first lq - lk queries see no key
+    return None
+
+
+def _flag(concrete: Any, index: int) -> int | None:
+    """A boolean or integer scalar input as the profiler recorded it ('True', 'False', '2'):
+    1 or 0 for a boolean, the integer itself; None when not recorded."""
     if not isinstance(concrete, list) or len(concrete) <= index:
         return None
     value = concrete[index]
     if isinstance(value, str):
         value = value.strip().lower()
         if value in ("true", "false"):
-            return value == "true"
+            return int(value == "true")
         if value.isdigit():
-            return int(value) != 0
+            return int(value)
     return None

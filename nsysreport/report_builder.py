@@ -41,7 +41,12 @@ from nsysreport.sections.communicators import (
     role_summaries,
     with_roles,
 )
-from nsysreport.sections.compute import build_compute, build_model_compute, matrix_kernel_ns
+from nsysreport.sections.compute import (
+    build_compute,
+    build_model_compute,
+    matrix_kernel_ns,
+    roof_quality,
+)
 from nsysreport.sections.critical_path import CriticalPath, build_critical_path
 from nsysreport.sections.data_path import build_data_path, hardware
 from nsysreport.sections.gpu_breakdown import GpuReport, build_gpus, with_top_gaps
@@ -50,7 +55,7 @@ from nsysreport.sections.kernel_layers import build_kernel_layers
 from nsysreport.sections.kernels import build_kernels
 from nsysreport.sections.launches import build_launches
 from nsysreport.sections.layers import build_layers
-from nsysreport.sections.quality import merge_quality
+from nsysreport.sections.quality import DataQuality, merge_quality
 from nsysreport.sections.steps import StepReport, build_steps
 from nsysreport.sections.timeline import MAX_ROWS, Timeline, assemble, choose_window
 from nsysreport.sections.tp_structure import build_tp_structure
@@ -380,7 +385,10 @@ def build(
             unused=unused_gpus(rows("gpu_listed"), {f.name: f.trace.host for f in files}),
             export_gaps=rows("export_gaps"),
         ),
-        quality=merge_quality((f.name, f.quality) for f in files),
+        quality=DataQuality(
+            merge_quality((f.name, f.quality) for f in files).items
+            + roof_quality(compute, rows("compute_op")).items
+        ),
         data_path=data_path,
         tp_structure=tp,
         gpu_metrics=gpu_metrics,

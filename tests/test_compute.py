@@ -17,7 +17,16 @@ from nsysreport.gate_metrics import metric_of
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.report_builder import build_report
-from nsysreport.synth import Gpu, Kernel, Scenario, emit_nvtx_op, write_trace
+from nsysreport.sections.compute import Compute
+from nsysreport.synth import (
+    Gpu,
+    Kernel,
+    NvtxRange,
+    Scenario,
+    emit_nvtx_op,
+    emit_nvtx_text,
+    write_trace,
+)
 from nsysreport.synth.kineto_ops import ShapedOp, ShapedTrace, write_shaped_trace
 from nsysreport.synth.simulate import TensorParallelConfig, tensor_parallel
 from nsysreport.user_facts import Facts, parse_model_shape
@@ -32,9 +41,20 @@ H100_HBM = 3350e9
 
 
 def _report(tmp_path: Path, *steps: list[ShapedOp], **kw: Any) -> Report:
+    """The report of a shaped trace of `steps`; no kernel family may run above its roofline
+    (peak, or intensity x HBM bandwidth left of the ridge) unless `above_roof` says one does."""
     facts = kw.pop("facts", None)
+    above_roof = kw.pop("above_roof", False)
     path = write_shaped_trace(ShapedTrace(steps, **kw), tmp_path / "ops.json")
-    return build_report(open_trace(path), path, facts=facts)
+    report = build_report(open_trace(path), path, facts=facts)
+    if not above_roof:
+        assert_under_roof(report.compute)
+    return report
+
+
+def assert_under_roof(c: Compute | None) -> None:
+    for f in c.families if c else ():
+        assert not f.above_roof, f"{f.family}: {f.tflops} TFLOP/s over its roof {f.roof_tflops}"
 
 
 def mm(m: int, k: int, n: int, us: int, types: list[str] = BF16, kernel: str = GEMM) -> ShapedOp:
@@ -110,8 +130,9 @@ def test_attention_flops_follow_the_documented_formula(tmp_path: Path) -> None:
     ]
     c = _report(tmp_path, ops).compute
     assert c is not None
-    # 4 B H L S D unmasked, half of it causal: 4 x 2 x 16 x 1024 x 1024 x 128 x 1.5 in all.
-    assert c.families[0].flops == 4 * 2 * 16 * 1024 * 1024 * 128 * 1.5
+    # 2 B H (D + Dv) per (query, key) pair: 1024 x 1024 pairs unmasked, under the causal mask
+    # query i sees keys 0..i, 1 + 2 + ... + 1024 = 1024 x 1025 / 2 = 524,800 pairs.
+    assert c.families[0].flops == 2 * 2 * 16 * 256 * (1024 * 1024 + 524_800)
     assert c.families[0].kernel_class == "attention"
 
 
@@ -122,13 +143,194 @@ def test_attention_backward_is_two_and_a_half_forwards_and_an_unrecorded_mask_is
     assert bwd.flops == 2.5 * 4 * 8 * 512 * 512 * 64
     assert "counted unmasked" in bwd.note
     # [batch, length, heads, dim] for the kernels' own ops; grouped-query k/v with 2 heads.
+    # FlashAttention's causal mask is bottom-right: query i of 256 sees keys 0..i + 44 of 300,
+    # 45 + 46 + ... + 300 = 256 x 300 - 256 x 255 / 2 = 44,160 pairs, 2 x (64 + 64) FLOPs each.
     work = op_work(
         "aten::_flash_attention_forward",
         json.dumps([[1, 256, 8, 64], [1, 300, 2, 64], [1, 300, 2, 64]]),
         None,
         json.dumps(["", "", "", "", "", "", "", "0.", "True"]),
     )
-    assert work is not None and work.flops == 4 * 8 * 256 * 300 * 64 / 2
+    assert work is not None and work.flops == 8 * 44_160 * 2 * 128
+
+
+SDPA_BACKWARDS = {
+    # op: the index of is_causal in its scalar inputs (native_functions.yaml)
+    "aten::_scaled_dot_product_flash_attention_backward": 11,
+    "aten::_scaled_dot_product_efficient_attention_backward": 11,
+    "aten::_scaled_dot_product_cudnn_attention_backward": 14,
+}
+
+
+@pytest.mark.parametrize("op", sorted(SDPA_BACKWARDS))
+def test_attention_backward_counts_its_own_products_when_v_has_another_head_size(op: str) -> None:
+    # D = 192 for Q and K, Dv = 128 for V (DeepSeek's MLA): per (query, key) pair the backward
+    # recomputes Q·Kᵀ (2·192), and does dV = Pᵀ·dO (2·128), dP = dO·Vᵀ (2·128), dQ = dS·K
+    # (2·192) and dK = dSᵀ·Q (2·192): 2 x (3 x 192 + 2 x 128) = 1,664 FLOPs, over 1 x 8 x
+    # 512 x 512 pairs: 3,489,660,928. 2.5 forwards, 2.5 x 2 x (192 + 128) = 1,600 per pair,
+    # were 3.8 % short.
+    grad_out, q, k, v = [1, 8, 512, 128], [1, 8, 512, 192], [1, 8, 512, 192], [1, 8, 512, 128]
+    flags = [""] * 15
+    flags[SDPA_BACKWARDS[op]] = "False"
+    work = op_work(op, json.dumps([grad_out, q, k, v]), None, json.dumps(flags))
+    assert work is not None and work.flops == 8 * 512 * 512 * 1_664 == 3_489_660_928
+    assert work.note == ""
+
+
+@pytest.mark.parametrize(
+    ("op", "flags", "pairs"),
+    [
+        # PyTorch's is_causal, top-left (torch.nn.attention.bias.causal_upper_left): of a 3 x 4
+        # mask [[1,0,0,0],[1,1,0,0],[1,1,1,0]], 6 pairs; of 4 x 3, 1 + 2 + 3 + 3 = 9.
+        ("aten::scaled_dot_product_attention", {5: "True"}, {(3, 4): 6, (4, 3): 9}),
+        ("aten::_scaled_dot_product_efficient_attention", {6: "True"}, {(3, 4): 6, (4, 3): 9}),
+        ("aten::_scaled_dot_product_cudnn_attention", {6: "True"}, {(3, 4): 6, (4, 3): 9}),
+        # FlashAttention-2 (2.1+), bottom-right (causal_lower_right): of 3 x 4
+        # [[1,1,0,0],[1,1,1,0],[1,1,1,1]], 9 pairs; of 4 x 3 the first query sees none, 6.
+        ("aten::_scaled_dot_product_flash_attention", {4: "True"}, {(3, 4): 9, (4, 3): 6}),
+        # custom_mask_type 1 is top-left, 2 bottom-right; 0 none.
+        ("aten::_efficient_attention_forward", {9: "1"}, {(3, 4): 6, (4, 3): 9}),
+        ("aten::_efficient_attention_forward", {9: "2"}, {(3, 4): 9, (4, 3): 6}),
+        ("aten::_efficient_attention_forward", {9: "0"}, {(3, 4): 12, (4, 3): 12}),
+        # 256 queries, 1024 keys: top-left 256 x 257 / 2 = 32,896; bottom-right
+        # 256 x 1024 - 256 x 255 / 2 = 229,504.
+        ("aten::scaled_dot_product_attention", {5: "True"}, {(256, 1024): 32_896}),
+        ("aten::_flash_attention_forward", {8: "True"}, {(256, 1024): 229_504}),
+    ],
+)
+def test_a_causal_mask_with_other_query_and_key_lengths_counts_the_pairs_it_leaves(
+    op: str, flags: dict[int, str], pairs: dict[tuple[int, int], int]
+) -> None:
+    concrete = [""] * 12
+    for index, value in flags.items():
+        concrete[index] = value
+    blhd = op in ("aten::_flash_attention_forward", "aten::_efficient_attention_forward")
+    for (lq, lk), count in pairs.items():
+        q, k = ([2, lq, 4, 64], [2, lk, 4, 64]) if blhd else ([2, 4, lq, 64], [2, 4, lk, 64])
+        work = op_work(op, json.dumps([q, k, k]), None, json.dumps(concrete))
+        # 2 x (64 + 64) FLOPs a pair, 2 x 4 heads.
+        assert work is not None and work.flops == 8 * count * 256
+
+
+def test_a_mask_type_of_unknown_alignment_is_unknown_not_guessed() -> None:
+    concrete = [""] * 9 + ["3"]  # custom_mask_type 3: no alignment PyTorch defines
+    q = [1, 128, 4, 64]
+    work = op_work(
+        "aten::_efficient_attention_forward", json.dumps([q] * 3), None, json.dumps(concrete)
+    )
+    assert work is None
+
+
+COPY = "void at::native::elementwise_kernel<128, 4, direct_copy_kernel_cuda>(int)"
+BHLD = [4, 16, 256, 64]  # batch, heads, length, head dim
+BHDL = [4, 16, 64, 256]
+
+
+def nested_matmul() -> ShapedOp:
+    """TimeSformer's attention scores: aten::matmul of [4, 16, 256, 64] by [4, 16, 64, 256]
+    makes its inputs contiguous with two copies (aten::copy_, 1 µs each, no formula), then
+    calls aten::bmm of [64, 256, 64] by [64, 64, 256], one 8 µs GEMM. Both calls have the
+    formula for the same 2 x 64 x 256 x 64 x 256 = 2^29 FLOPs."""
+    copies = tuple(ShapedOp("aten::copy_", [BHLD, BHLD], BF16, COPY, 1, gap_us=1) for _ in "ab")
+    bmm = ShapedOp("aten::bmm", [[64, 256, 64], [64, 64, 256]], BF16, GEMM, 8, gap_us=1)
+    return ShapedOp("aten::matmul", [BHLD, BHDL], BF16, "", 0, inner=(*copies, bmm))
+
+
+def test_an_op_s_flops_count_once_on_the_kernels_of_the_innermost_op_with_a_formula(
+    tmp_path: Path,
+) -> None:
+    r = _report(tmp_path, [nested_matmul()])
+    c = r.compute
+    assert c is not None
+    # One call, bmm's, on its GEMM: 2^29 FLOPs in 8 µs, 67.108864 TFLOP/s. The matmul's own
+    # copies carry none: counted on them too (as before), the FLOPs were 2^30, and the copy
+    # family ran at 2^29 / 2 µs = 268.4 TFLOP/s, above its roof (intensity 2^29 FLOPs over
+    # 2 x (64 x (256 x 64 + 256 x 256) + 64 x 64 x 256) = 12,582,912 bytes, 42.67 FLOP/byte,
+    # x 3.35 TB/s: 142.9 TFLOP/s).
+    assert c.flops == 2**29 and c.calls == 1 and c.unknown_calls == 0
+    (f,) = c.families
+    assert (f.family, f.ops, f.time_ns) == (GEMM, "aten::bmm", 8_000)
+    assert f.tflops == pytest.approx(2**29 / 8e-6 / 1e12)
+    assert f.intensity == pytest.approx(2**29 / 12_582_912)
+    assert f.roof_tflops == pytest.approx(2**29 / 12_582_912 * H100_HBM / 1e12, rel=1e-3)
+    # The step's GPU window runs from the first copy's start to the GEMM's end: 1016 to
+    # 1038 µs (kineto_ops: each call's kernel starts 5 µs after the call, 1 µs gaps), 22 µs.
+    (step,) = c.steps
+    assert step.flops == 2**29 and step.step_time_ns == 22_000
+    assert c.step_mfu_pct == pytest.approx(100 * 2**29 / (22e-6 * H100_BF16 * 1e12))
+    assert [i.ledger_class for i in r.quality.items] == []
+
+
+def test_an_emit_nvtx_op_around_another_counts_its_flops_once(tmp_path: Path) -> None:
+    # The same matmul as emit_nvtx records it: its range holds a copy's launch and the range
+    # of the bmm that launches the GEMM.
+    copy = Kernel(1_000_000, 1_001_000, COPY, launch=(900_000, 900_010))
+    gemm = Kernel(1_002_000, 1_010_000, GEMM, launch=(950_000, 950_010))
+    matmul = NvtxRange(899_000, 960_000, emit_nvtx_text("aten::matmul", [BHLD, BHDL], 1, 1))
+    bmm = emit_nvtx_op(gemm, "aten::bmm", [[64, 256, 64], [64, 64, 256]], seq=2, op_id=2)
+    scenario = Scenario(gpus=[Gpu(0)], kernels=[copy, gemm], nvtx=[matmul, bmm])
+    path = write_trace(scenario, tmp_path / "nested.sqlite")
+    c = build_report(open_trace(path), path).compute
+    assert_under_roof(c)
+    assert c is not None and c.flops == 2**29 and c.calls == 1
+    (f,) = c.families
+    assert (f.family, f.time_ns) == (GEMM, 8_000)
+
+
+def test_attention_backward_and_a_causal_mask_of_other_lengths_in_a_trace(
+    tmp_path: Path,
+) -> None:
+    # A decode-style causal forward, 256 new queries over 1,024 keys, run by the efficient
+    # kernel (PyTorch's is_causal: top-left, 256 x 257 / 2 = 32,896 pairs), and its backward
+    # with D = 192, Dv = 128 (2 x (3 x 192 + 2 x 128) = 1,664 FLOPs a pair), 1 x 8 heads.
+    q, k = [1, 8, 256, 192], [1, 8, 1024, 192]
+    v, o = [1, 8, 1024, 128], [1, 8, 256, 128]
+    forward = ShapedOp(
+        "aten::_scaled_dot_product_efficient_attention",
+        [q, k, v, []],
+        BF16,
+        "fmha_cutlassF_bf16_aligned_64x64_rf_sm80",
+        10,
+        ["", "", "", "", "True", "0.", "True"],
+    )
+    backward = ShapedOp(
+        "aten::_scaled_dot_product_efficient_attention_backward",
+        [o, q, k, v, [], o, [1, 8, 256], [], []],
+        BF16,
+        "fmha_cutlassB_bf16_aligned_64x64_k128_sm80",
+        40,
+        ["", "", "", "", "", "", "", "", "", "0.", "", "True"],
+    )
+    c = _report(tmp_path, [forward, backward]).compute
+    assert c is not None
+    flops = {f.ops: f.flops for f in c.families}
+    # Forward: 2 x (192 + 128) = 640 FLOPs a pair: 8 x 32,896 x 640 = 168,427,520.
+    assert flops["aten::_scaled_dot_product_efficient_attention"] == 168_427_520
+    # Backward: 8 x 32,896 x 1,664 = 437,911,552.
+    assert flops["aten::_scaled_dot_product_efficient_attention_backward"] == 437_911_552
+    assert c.flops == 168_427_520 + 437_911_552
+
+
+def test_a_family_above_its_roof_is_a_data_quality_line(tmp_path: Path) -> None:
+    # A GEMV of 2 x 8192^2 FLOPs over 2 x (8192 + 8192^2 + 8192) bytes, about 1 FLOP/byte:
+    # its roof is about 3.35 TFLOP/s (the HBM's 3.35 TB/s), but it ran at 134 in 1 µs.
+    r = _report(tmp_path, [mm(1, 8192, 8192, 1)], above_roof=True)
+    assert r.compute is not None
+    (f,) = r.compute.families
+    assert f.above_roof and f.tflops == pytest.approx(134.217728)
+    assert f.roof_tflops == pytest.approx(H100_HBM / 1e12 * 8192**2 / (8192 + 8192**2 + 8192))
+    (item,) = r.quality.items
+    assert item.sentence == (
+        f"1 operator call with FLOP/s above the roofline of kernel family {GEMM}: "
+        "counted as the shapes give"
+    )
+    assert (item.ledger_class, item.treatment, item.file) == (
+        "above_roof",
+        "counted as the shapes give",
+        "ops.json",
+    )
+    again = Report.from_json(json.loads(json.dumps(as_json(r))), "r.json")
+    assert again.quality == r.quality
 
 
 @pytest.mark.parametrize(
@@ -249,7 +451,8 @@ def test_a_bad_peak_is_one_line(tmp_path: Path) -> None:
 
 def _independent_flops(path: Path) -> float:
     """Every known operator's FLOPs that launched a kernel, found without the loader: the
-    innermost shaped operator around each kernel's launch on the launching thread."""
+    innermost shaped operator around each kernel's launch on the launching thread, unless
+    another shaped operator runs inside it (its FLOPs are counted there)."""
     doc = json.loads(gzip.decompress(path.read_bytes()))
     events = doc["traceEvents"]
     ops = [
@@ -277,9 +480,19 @@ def _independent_flops(path: Path) -> float:
         ]
         if around:
             owners.add(id(max(around, key=lambda o: (o["ts"], -o["dur"]))))
+    parents = {
+        id(o)
+        for o in ops
+        for inner in ops
+        if inner is not o
+        and (inner["pid"], inner["tid"]) == (o["pid"], o["tid"])
+        and o["ts"] <= inner["ts"]
+        and inner["ts"] + inner["dur"] <= o["ts"] + o["dur"]
+        and (inner["ts"], -inner["dur"]) > (o["ts"], -o["dur"])
+    }
     total = 0.0
     for o in ops:
-        if id(o) in owners:
+        if id(o) in owners - parents:
             work = op_work(o["name"], json.dumps(o["args"]["Input Dims"]), None, None)
             assert work is not None
             total += work.flops

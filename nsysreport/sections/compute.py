@@ -18,6 +18,7 @@ from nsysreport.flops import ELEMENT_BYTES, OpWork, math_dtype, op_work
 from nsysreport.peaks import peak
 from nsysreport.queries import run_query
 from nsysreport.sections.layers import OUTSIDE, LayerReport
+from nsysreport.sections.quality import ABOVE_ROOF, DataQuality, QualityItem
 from nsysreport.sections.tp_structure import TpStructure
 from nsysreport.units import fmt_pct
 from nsysreport.user_facts import ModelShape
@@ -58,6 +59,24 @@ class ComputeFamily:
     bound: str  # compute, memory or unknown
     source: str  # where the FLOPs came from
     note: str  # what the count assumes ('' when nothing)
+
+    @property
+    def roof_tflops(self) -> float | None:
+        """The roofline at the family's intensity: the peak right of the ridge, intensity x
+        HBM bandwidth (peak x intensity / ridge) left of it; the peak alone without a
+        bandwidth; None without a peak."""
+        if self.peak_tflops is None:
+            return None
+        if self.intensity is None or not self.ridge:
+            return self.peak_tflops
+        return self.peak_tflops * min(1.0, self.intensity / self.ridge)
+
+    @property
+    def above_roof(self) -> bool:
+        """Whether the family ran faster than its roofline allows: FLOPs counted on kernels
+        that did not do them, or a peak or bandwidth too low (a data-quality line)."""
+        roof = self.roof_tflops
+        return roof is not None and self.tflops is not None and self.tflops > roof * (1 + 1e-9)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +295,25 @@ def build_compute(
             )
         ),
         steps=steps,
+    )
+
+
+def roof_quality(compute: Compute | None, op_rows: Iterable[dict[str, Any]]) -> DataQuality:
+    """A data-quality line for each file and kernel family above its roofline: its calls
+    (compute_op's rows, each with its `file`), kept as their shapes give."""
+    over = {f.family for f in compute.families if f.above_roof} if compute else set()
+    if not over:
+        return DataQuality()
+    calls: dict[tuple[str, str], int] = defaultdict(int)
+    for r in op_rows:
+        family = family_of(r["kernel"])
+        if family in over and _work(r["op"], r["dims"], r["types"], r["concrete"]) is not None:
+            calls[(r["file"], family)] += r["calls"]
+    return DataQuality(
+        tuple(
+            QualityItem(file, "kept", "op_call", ABOVE_ROOF.format(family), count)
+            for (file, family), count in sorted(calls.items())
+        )
     )
 
 

@@ -26,6 +26,7 @@ ROW_NOUNS = {
     "StringIds": ("name string", "name strings"),
     "META_DATA_EXPORT": ("metadata value", "metadata values"),
     "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
+    "op_call": ("operator call", "operator calls"),  # with recorded shapes (the FLOPs' source)
 }
 # The ledger's class of each reason (a stable name for tools; the reason is the sentence for
 # people) and what was done with the rows (docs/metrics.md, "Data-quality ledger"). The
@@ -55,6 +56,9 @@ LEDGER_CLASSES = {
     "payload that does not fit its schema: ignored": "unparsed_metadata",
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
+# A kernel family whose achieved FLOP/s are above its roofline (sections/compute.py).
+ABOVE_ROOF = "FLOP/s above the roofline of kernel family {}: counted as the shapes give"
+_ABOVE_ROOF = re.compile(re.escape(ABOVE_ROOF).replace(re.escape("{}"), ".+"))
 # What a kept row's caveat says was done with it; a skipped row is left out.
 _KEPT_TREATMENT = re.compile(r".*: (?P<treatment>[^:]+)")
 
@@ -81,6 +85,8 @@ class QualityItem:
         """The reason's stable name: `missing_stream`, `outside_capture`, `untyped_value`..."""
         if _UNTYPED.fullmatch(self.reason):
             return "untyped_value"
+        if _ABOVE_ROOF.fullmatch(self.reason):
+            return "above_roof"
         return LEDGER_CLASSES.get(self.reason, "other")
 
     @property

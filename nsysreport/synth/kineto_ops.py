@@ -1,6 +1,6 @@
 """A synthetic PyTorch profiler (Kineto) trace of operators with recorded shapes, each launching
-one kernel: the ground truth of the Compute efficiency section (FLOPs, MFU, roofline) is then
-known exactly from the shapes and durations given."""
+one kernel and calling the operators nested in it: the ground truth of the Compute efficiency
+section (FLOPs, MFU, roofline) is then known exactly from the shapes and durations given."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ PID, TID, STREAM = 100, 100, 7
 @dataclass(frozen=True, slots=True)
 class ShapedOp:
     """One operator call: its name, recorded input shapes and dtypes, and the kernel it launches
-    (`kernel_us` long, started `gap_us` after the previous kernel ended)."""
+    (`kernel_us` long, started `gap_us` after the previous kernel ended; none when `kernel` is
+    empty), then the calls nested in it (`inner`, each after its own gap), inside its range:
+    aten::matmul's copies (aten::copy_) and its aten::bmm."""
 
     name: str
     dims: list[list[int]]
@@ -27,6 +29,7 @@ class ShapedOp:
     concrete: list[str] | None = None
     gap_us: int = 10
     layer: str | None = None  # an NVTX-style annotation around the call (a layer range)
+    inner: tuple[ShapedOp, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,52 +44,39 @@ def write_shaped_trace(trace: ShapedTrace, path: Path) -> Path:
     events: list[dict[str, Any]] = []
     t = 1000
     correlation = 1
-    for index, calls in enumerate(trace.steps, start=1):
-        step_start = t
-        for op in calls:
-            t += op.gap_us
-            launch = {
-                "ph": "X",
-                "cat": "cuda_runtime",
-                "name": "cudaLaunchKernel",
-                "pid": PID,
-                "tid": TID,
-                "ts": t + 1,
-                "dur": 2,
-                "args": {"correlation": correlation, "External id": correlation},
-            }
-            args: dict[str, Any] = {
-                "External id": correlation,
-                "Input Dims": op.dims,
-                "Input type": op.types,
-            }
-            if op.concrete is not None:
-                args["Concrete Inputs"] = op.concrete
+
+    def call(op: ShapedOp, t: int) -> int:
+        """Emit `op` after its gap from `t`; return when its last kernel ends. Its range (4 µs
+        without nested calls) covers its launch and its nested calls' ranges."""
+        nonlocal correlation
+        t += op.gap_us
+        args: dict[str, Any] = {
+            "External id": correlation,
+            "Input Dims": op.dims,
+            "Input type": op.types,
+        }
+        if op.concrete is not None:
+            args["Concrete Inputs"] = op.concrete
+        ranges: list[dict[str, Any]] = [{"ph": "X", "cat": "cpu_op", "name": op.name, "args": args}]
+        if op.layer is not None:
+            ranges.append({"ph": "X", "cat": "user_annotation", "name": op.layer})
+        for event in ranges:
+            event.update({"pid": PID, "tid": TID, "ts": t, "dur": 4})
+            events.append(event)
+        start = t
+        if op.kernel:
             events.append(
                 {
                     "ph": "X",
-                    "cat": "cpu_op",
-                    "name": op.name,
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
                     "pid": PID,
                     "tid": TID,
-                    "ts": t,
-                    "dur": 4,
-                    "args": args,
+                    "ts": t + 1,
+                    "dur": 2,
+                    "args": {"correlation": correlation, "External id": correlation},
                 }
             )
-            if op.layer is not None:
-                events.append(
-                    {
-                        "ph": "X",
-                        "cat": "user_annotation",
-                        "name": op.layer,
-                        "pid": PID,
-                        "tid": TID,
-                        "ts": t,
-                        "dur": 4,
-                    }
-                )
-            events.append(launch)
             events.append(
                 {
                     "ph": "X",
@@ -101,6 +91,17 @@ def write_shaped_trace(trace: ShapedTrace, path: Path) -> Path:
             )
             t += 5 + op.kernel_us
             correlation += 1
+        for child in op.inner:
+            t = call(child, t)
+        if op.inner:
+            for event in ranges:  # past the last nested range, which ends before its kernel
+                event["dur"] = t + 1 - start
+        return t
+
+    for index, calls in enumerate(trace.steps, start=1):
+        step_start = t
+        for op in calls:
+            t = call(op, t)
         t += 10
         events.append(
             {

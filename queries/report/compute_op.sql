@@ -1,13 +1,14 @@
 -- compute_op: per GPU, layer and operator shape, the calls and the GPU time of their kernels
 --
 -- A kernel belongs to the innermost operator call whose shapes the trace records (op_call)
--- around its launch on the launching thread (activity_range, role op). A call's time is the
+-- around its launch on the launching thread; a call with another such call nested inside it
+-- counts its FLOPs on the innermost one's kernels alone (op_kernel). A call's time is the
 -- summed durations of its kernels, communication kernels aside (a copy the call makes counts:
 -- it is part of what the call cost); its kernel is the one with the most of that time (ties:
 -- the first launched), which names its kernel family and places the call in a layer (the
 -- layer range around that kernel's launch). nsysreport.flops turns each shape into FLOPs.
 --
--- Reads: activity_range, kernel, op_call
+-- Reads: activity_range, op_call, op_kernel
 --
 -- Columns:
 --   pid          BIGINT    process id
@@ -23,14 +24,7 @@
 --   calls        BIGINT    calls with at least one kernel
 --   kernels      BIGINT    their kernels
 --   time_ns      BIGINT    summed durations of those kernels
-WITH op_kernel AS (
-    SELECT r.range_id AS call_id, k.kernel_id, k.pid, k.device_id, k.name, k.class,
-        greatest(k.duration_ns, 0) AS duration_ns, k.start_ns
-    FROM activity_range AS r
-    JOIN kernel AS k ON r.source = 'kernel' AND r.activity_id = k.kernel_id
-    WHERE r.role = 'op' AND k.class <> 'comm'
-),
-calls AS (
+WITH calls AS (
     SELECT call_id, pid, device_id, count(*) AS kernels, sum(duration_ns) AS time_ns,
         first(name ORDER BY duration_ns DESC, start_ns, kernel_id) AS kernel,
         first(class ORDER BY duration_ns DESC, start_ns, kernel_id) AS class,

@@ -5,7 +5,7 @@
 -- step's FLOPs are what its calls' shapes give (nsysreport.flops): its model FLOPs
 -- utilisation divides them by the step's time.
 --
--- Reads: activity_range, kernel, op_call, step_window
+-- Reads: op_call, op_kernel, step_window
 --
 -- Columns:
 --   pid           BIGINT    process id
@@ -18,12 +18,9 @@
 --   calls         BIGINT    calls in the step
 --   time_ns       BIGINT    summed durations of their kernels (communication aside)
 WITH calls AS (
-    SELECT r.range_id AS call_id, k.pid, k.device_id, min(k.start_ns) AS start_ns,
-        sum(greatest(k.duration_ns, 0)) AS time_ns
-    FROM activity_range AS r
-    JOIN kernel AS k ON r.source = 'kernel' AND r.activity_id = k.kernel_id
-    WHERE r.role = 'op' AND k.class <> 'comm'
-    GROUP BY r.range_id, k.pid, k.device_id
+    SELECT call_id, pid, device_id, min(start_ns) AS start_ns, sum(duration_ns) AS time_ns
+    FROM op_kernel
+    GROUP BY call_id, pid, device_id
 ),
 placed AS (
     SELECT c.*, w.step_ordinal, w.end_ns AS step_end_ns
