@@ -26,6 +26,7 @@ ROW_NOUNS = {
     "StringIds": ("name string", "name strings"),
     "META_DATA_EXPORT": ("metadata value", "metadata values"),
     "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
+    "TARGET_INFO_GPU": ("listed GPU", "listed GPUs"),  # a profiler trace's deviceProperties too
 }
 # The ledger's class of each reason (a stable name for tools; the reason is the sentence for
 # people) and what was done with the rows (docs/metrics.md, "Data-quality ledger"). The
@@ -53,8 +54,11 @@ LEDGER_CLASSES = {
     "a device that is not a number: the event's pid as its device": "defaulted_device",
     "text that is not JSON: ignored": "unparsed_metadata",
     "payload that does not fit its schema: ignored": "unparsed_metadata",
+    "a device the GPU list does not hold: counted, with no GPU properties": "unmatched_device",
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
+# gpu_list_match: a GPU list that numbers the GPUs otherwise than the rows (its ids in the text)
+_RENUMBERED = re.compile(r"another id than its activities carry \(.*\): renumbered to theirs")
 # What a kept row's caveat says was done with it; a skipped row is left out.
 _KEPT_TREATMENT = re.compile(r".*: (?P<treatment>[^:]+)")
 
@@ -81,6 +85,8 @@ class QualityItem:
         """The reason's stable name: `missing_stream`, `outside_capture`, `untyped_value`..."""
         if _UNTYPED.fullmatch(self.reason):
             return "untyped_value"
+        if _RENUMBERED.fullmatch(self.reason):
+            return "renumbered_device"
         return LEDGER_CLASSES.get(self.reason, "other")
 
     @property
