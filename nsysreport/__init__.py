@@ -1,4 +1,4 @@
-"""nsysreport: where multi-GPU step time goes, from Nsight Systems SQLite exports."""
+"""nsysreport: where multi-GPU step time goes, from Nsight Systems and PyTorch profiler traces."""
 
 from __future__ import annotations
 

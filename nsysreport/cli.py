@@ -40,9 +40,17 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     help=(
-        "Where multi-GPU step time goes, from Nsight Systems SQLite exports.\n\n"
+        "Where multi-GPU step time goes, from Nsight Systems reports (.nsys-rep), their SQLite "
+        "exports (.sqlite) and Parquet export folders, and PyTorch profiler traces (.json, "
+        ".json.gz); a folder or a quoted glob of per-rank files gives one report.\n\n"
         "Example: nsysreport trace.sqlite  (writes trace.report.html beside the trace)"
     ),
+)
+# Every input a command reads one trace from (nsysreport.load.open_trace).
+TRACE_HELP = (
+    "Nsight Systems report (.nsys-rep: exported once with the nsys on PATH), its SQLite export "
+    "(nsys export --type sqlite) or Parquet export folder (--type parquetdir), or PyTorch "
+    "profiler trace (.json, .json.gz)"
 )
 SUBCOMMANDS = ("report", "queries", "query", "compare", "cache", "gate")
 STEP_HELP = "Regex for step NVTX ranges (default: ProfilerStep#N, step N, iteration N)."
@@ -104,7 +112,7 @@ def _root(
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
     ] = False,
 ) -> None:
-    """Where multi-GPU step time goes, from Nsight Systems SQLite exports."""
+    """Where multi-GPU step time goes, from Nsight Systems and PyTorch profiler traces."""
 
 
 def _fail(exc: NsysReportError) -> typer.Exit:
@@ -145,8 +153,8 @@ def report(
     traces: Annotated[
         list[str],
         typer.Argument(
-            help="Nsight Systems SQLite export (nsys export --type sqlite) or PyTorch profiler "
-            "JSON; several files, a directory or a quoted glob give one report over all ranks.",
+            help=f"{TRACE_HELP}; several files, a folder of per-rank files or a quoted glob give "
+            "one report over all ranks.",
             metavar="TRACE",
         ),
     ],
@@ -275,8 +283,7 @@ def gate(
     trace: Annotated[
         Path,
         typer.Argument(
-            help="Nsight Systems SQLite export, PyTorch profiler JSON, a directory of per-rank "
-            "files, or a `report --json` file."
+            help=f"{TRACE_HELP}, a folder of per-rank files, or a `report --json` file."
         ),
     ],
     budget: Annotated[
@@ -417,7 +424,7 @@ def list_queries() -> None:
 @app.command("query")
 def query(
     name: Annotated[str, typer.Argument(help="Query name, as `nsysreport queries` lists it.")],
-    trace: Annotated[Path, typer.Argument(help="Nsight Systems SQLite export.")],
+    trace: Annotated[Path, typer.Argument(help=f"{TRACE_HELP}.")],
     csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead of a table.")] = False,
     param: Annotated[
         list[str] | None,

@@ -140,6 +140,9 @@ def load_into(
     # Which tables the file has, for what the report can say about the capture (whether it has
     # GPU metric tables, usable samples or not).
     run_loader(con, "source_table_names", {"names": sorted(schema.tables - KINETO_SCHEMA.tables)})
+    # The GPU list numbered as the rows number the GPUs, where the evidence says it numbers
+    # them otherwise (a profiler's visible-device ids); before any view joins the two.
+    run_loader(con, "gpu_list_match")
     if progress:
         progress(DERIVING)
     create_views(con, patterns)
@@ -167,7 +170,32 @@ def _check_kernels(con: duckdb.DuckDBPyConnection, path: Path, kineto: bool) -> 
         were = "GPU event was" if more == 1 else "GPU events were"
         message += f"; {more:,} more {were} not read ({_reasons(events)})"
     next_step = NEXT_STEP if kineto else "export it again with nsys export --type sqlite"
+    if not events and {why for why, _ in kernels} == {STRAY}:
+        # Saving or exporting again would write the same devices: say what the file holds.
+        next_step = _strays(con, "it" if total == 1 else "they")
     raise TraceError(f"{message}; {next_step}")
+
+
+STRAY = "device not in the trace"
+
+
+def _strays(con: duckdb.DuckDBPyConnection, kernels: str) -> str:
+    """Why the devices the kernels ran on are strays (queries/load/gpu_list_match.sql), in the
+    file's own numbers: `it ran on device 7, which the GPU list (0) does not hold, ...`."""
+    strays, rows, listed, busiest, most, few = run_loader(con, "stray_device").fetchone() or ()
+    devices = f"devices {strays}" if "," in str(strays) else f"device {strays}"
+    said = f"{kernels} ran on {devices}, which the GPU list ({listed}) does not hold"
+    if few:
+        row = "GPU row" if rows == 1 else "GPU rows"
+        return (
+            f"{said}, with {rows:,} {row} against device {busiest}'s {most:,}: too few for a "
+            "GPU, so nsysreport takes them for damaged rows"
+        )
+    return (
+        f"{said}, though the other rows ran on devices it holds: beside such a list, a device "
+        "it lacks, with fewer rows than a listed GPU or one GPU more than it lists, is taken "
+        "for damaged rows"
+    )
 
 
 def _reasons(counts: list[tuple[str, int]]) -> str:

@@ -207,3 +207,24 @@ def test_python_dash_m_and_version_work() -> None:
         check=False,
     )
     assert proc.returncode == 0 and proc.stdout.startswith("nsysreport ")
+
+
+# What every input the loaders read looks like in the help (nsysreport.inputs, load).
+INPUTS = (".nsys-rep", "SQLite export", "Parquet export folder", "PyTorch profiler", ".json.gz")
+
+
+@pytest.mark.parametrize(
+    ("args", "also"),
+    [
+        ([], ("folder", "glob")),
+        (["report"], ("folder of per-rank files", "quoted glob")),
+        (["gate"], ("folder of per-rank files", "report --json")),
+        (["query"], ()),
+    ],
+)
+def test_the_help_names_every_input_it_reads(args: list[str], also: tuple[str, ...]) -> None:
+    result = runner.invoke(app, [*args, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())  # lines wrapped anywhere
+    missing = [word for word in (*INPUTS, *also) if word not in text]
+    assert not missing, f"nsysreport {' '.join(args)} --help does not name {missing}"

@@ -96,6 +96,7 @@ RAW = {
     *RAW_TABLES,
     "load_skipped",
     "load_kept",
+    "gpu_device",
     "nvtx_unloaded",
     "source_table",
     "comm_group_launch",
@@ -108,7 +109,7 @@ OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fil
 # temporary tables, view and macros.
 LOADED = {name for step in load_files() for name in step.writes}
 WRITES = re.compile(
-    r"\b(?:INSERT\s+INTO|DELETE\s+FROM|DROP\s+(?:TABLE|VIEW|MACRO)(?:\s+IF\s+EXISTS)?"
+    r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|DROP\s+(?:TABLE|VIEW|MACRO)(?:\s+IF\s+EXISTS)?"
     r"|CREATE(?:\s+OR\s+REPLACE)?(?:\s+TEMP)?\s+(?:TABLE|VIEW|MACRO))\s+(?:temp\.)?(\w+)",
     re.I,
 )
@@ -126,7 +127,7 @@ def relations_read(sql: str) -> set[str]:
 
 
 def relations_written(sql: str) -> set[str]:
-    """The names `sql` creates, inserts into, deletes from or drops."""
+    """The names `sql` creates, inserts into, updates, deletes from or drops."""
     return set(WRITES.findall(code(sql)))
 
 

@@ -5,7 +5,6 @@ the span, and where each family sits on the roofline (compute- or memory-bound).
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.ceilings import model_of
 from nsysreport.flops import ELEMENT_BYTES, OpWork, math_dtype, op_work
+from nsysreport.kernel_family import family_of
 from nsysreport.peaks import peak
 from nsysreport.queries import run_query
 from nsysreport.sections.layers import OUTSIDE, LayerReport
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 
 GpuKey = tuple[str, int, int]  # (file, pid, device_id)
 
-# A kernel family: the kernel's name with its tile shapes (`128x256_64x3`) folded and its
-# parameter list dropped, so one GEMM's tile variants chosen by the heuristics read as one.
-TILE = re.compile(r"\d+x\d+(?:x\d+)*")
-PARAMS = re.compile(r"\(.*\)\s*$")
 SOURCES = {
     "profiler": "shapes recorded by the PyTorch profiler",
     "nvtx": "shapes recorded by emit_nvtx",
@@ -129,11 +125,6 @@ class Compute:
 @cache
 def _work(op: str, dims: str, types: str | None, concrete: str | None) -> OpWork | None:
     return op_work(op, dims, types, concrete)
-
-
-def family_of(kernel: str) -> str:
-    """The family a kernel name belongs to (tile shapes folded, parameters dropped)."""
-    return TILE.sub("*", PARAMS.sub("", kernel)).strip()
 
 
 @dataclass(slots=True)

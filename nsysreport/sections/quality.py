@@ -27,6 +27,7 @@ ROW_NOUNS = {
     "META_DATA_EXPORT": ("metadata value", "metadata values"),
     "traceEvents": ("trace event", "trace events"),  # of a PyTorch profiler trace
     "op_call": ("operator call", "operator calls"),  # with recorded shapes (the FLOPs' source)
+    "TARGET_INFO_GPU": ("listed GPU", "listed GPUs"),  # a profiler trace's deviceProperties too
 }
 # The ledger's class of each reason (a stable name for tools; the reason is the sentence for
 # people) and what was done with the rows (docs/metrics.md, "Data-quality ledger"). The
@@ -54,11 +55,14 @@ LEDGER_CLASSES = {
     "a device that is not a number: the event's pid as its device": "defaulted_device",
     "text that is not JSON: ignored": "unparsed_metadata",
     "payload that does not fit its schema: ignored": "unparsed_metadata",
+    "a device the GPU list does not hold: counted, with no GPU properties": "unmatched_device",
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
 # A kernel family whose achieved FLOP/s are above its roofline (sections/compute.py).
 ABOVE_ROOF = "FLOP/s above the roofline of kernel family {}: counted as the shapes give"
 _ABOVE_ROOF = re.compile(re.escape(ABOVE_ROOF).replace(re.escape("{}"), ".+"))
+# gpu_list_match: a GPU list that numbers the GPUs otherwise than the rows (its ids in the text)
+_RENUMBERED = re.compile(r"another id than its activities carry \(.*\): renumbered to theirs")
 # What a kept row's caveat says was done with it; a skipped row is left out.
 _KEPT_TREATMENT = re.compile(r".*: (?P<treatment>[^:]+)")
 
@@ -87,6 +91,8 @@ class QualityItem:
             return "untyped_value"
         if _ABOVE_ROOF.fullmatch(self.reason):
             return "above_roof"
+        if _RENUMBERED.fullmatch(self.reason):
+            return "renumbered_device"
         return LEDGER_CLASSES.get(self.reason, "other")
 
     @property

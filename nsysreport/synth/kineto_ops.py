@@ -37,6 +37,10 @@ class ShapedTrace:
     steps: Sequence[Sequence[ShapedOp]]  # the calls of each ProfilerStep
     gpu_name: str | None = "NVIDIA H100 80GB HBM3"
     extra: dict[str, Any] = field(default_factory=dict)
+    device: int = 0  # the device the kernels carry (args.device, pid)
+    # deviceProperties' id for it; None: `device`. A ROCm trace taken with one GPU visible
+    # lists it as 0 while its kernels carry 2 (docs/export-format.md, "GPU list").
+    listed_as: int | None = None
 
 
 def write_shaped_trace(trace: ShapedTrace, path: Path) -> Path:
@@ -82,11 +86,11 @@ def write_shaped_trace(trace: ShapedTrace, path: Path) -> Path:
                     "ph": "X",
                     "cat": "kernel",
                     "name": op.kernel,
-                    "pid": 0,
+                    "pid": trace.device,
                     "tid": STREAM,
                     "ts": t + 5,
                     "dur": op.kernel_us,
-                    "args": {"device": 0, "stream": STREAM, "correlation": correlation},
+                    "args": {"device": trace.device, "stream": STREAM, "correlation": correlation},
                 }
             )
             t += 5 + op.kernel_us
@@ -117,7 +121,8 @@ def write_shaped_trace(trace: ShapedTrace, path: Path) -> Path:
         t += 10
     document: dict[str, Any] = {"schemaVersion": 1, "traceEvents": events, **trace.extra}
     if trace.gpu_name is not None:
-        document["deviceProperties"] = [{"id": 0, "name": trace.gpu_name}]
+        listed = trace.device if trace.listed_as is None else trace.listed_as
+        document["deviceProperties"] = [{"id": listed, "name": trace.gpu_name}]
     data = json.dumps(document).encode()
     path.write_bytes(gzip.compress(data, mtime=0) if path.name.endswith(".gz") else data)
     return path

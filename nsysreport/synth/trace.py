@@ -196,6 +196,13 @@ class Gpu:
     name: str = "NVIDIA H100 80GB HBM3"
     pid: int | None = None
     memory_bandwidth: int = 3_352_320_000_000  # bytes/s, as nsys writes an H100 SXM's
+    # The id the GPU list gives it where the list numbers the GPUs otherwise than the rows
+    # (queries/load/gpu_list_match.sql); None: `device`, as every real nsys export writes.
+    listed_as: int | None = None
+
+    @property
+    def list_id(self) -> int:
+        return self.device if self.listed_as is None else self.listed_as
 
 
 @dataclass(frozen=True, slots=True)
@@ -879,7 +886,7 @@ def _cuda_gpu_rows(gpus: Sequence[Gpu]) -> list[Row]:
         (
             GLOBAL_VID, g.name, f"0000:{0x18 + g.device:02x}:00.0", g.memory_bandwidth // 1000,
             85029158912, 65536, 52428800, 32, 1980000, 7, 132, 4, 64, 32, 65536, 49152, 1024,
-            1024, 1024, 64, 2147483647, 65535, 65535, 9, 0, g.device, g.pid, 233472, 65536,
+            1024, 1024, 64, 2147483647, 65535, 65535, 9, 0, g.list_id, g.pid, 233472, 65536,
         )
         for g in gpus
     ]  # fmt: skip
@@ -893,7 +900,7 @@ def _gpu_row(g: Gpu) -> Row:
     # Whatever the name, the properties but the HBM rate are an H100 SXM's (the rows only need
     # to be plausible).
     return (
-        GLOBAL_VID, g.device, g.name, f"0000:{0x18 + g.device:02x}:00.0", 1, 52428800,
+        GLOBAL_VID, g.list_id, g.name, f"0000:{0x18 + g.device:02x}:00.0", 1, 52428800,
         85029158912, g.memory_bandwidth, 1980000000, 132, 0, _gpu_uuid(g.device), 0, "GH100",
         g.device, None, None, 161, 0, 65536, 4, 65536, 49152, 232448, 233472, 65536, 32, 3, 64,
         32, 1024, 1024, 1024, 64, 2147483647, 65535, 65535, 9, 0, 9, 0,

@@ -8,9 +8,12 @@
 -- INT64_MAX is no GPU, and would report a phantom one); `not a process id`: a globalPid that
 -- is negative or has thread bits (the low 24) set, which no export writes
 -- (docs/export-format.md, "Processes") and no launch joins;
--- `device not in the trace`: a device id that the export's GPU list (TARGET_INFO_GPU) does not
--- hold, where it holds any: one such row would otherwise become a GPU of its own and shift the
--- rank labels of the real ones; `process not in the trace`: likewise, a globalPid that the
+-- `device not in the trace`: a stray device id (gpu_device, made by queries/load/
+-- gpu_list_match.sql): one that the export's GPU list (TARGET_INFO_GPU) does not hold, and
+-- whose rows are too few for a GPU (or one GPU more than the list holds): such rows would
+-- otherwise become a GPU of their own and shift the rank labels of the real ones (an unlisted
+-- device with the rows of a GPU is one the list numbers otherwise, or does not describe, and
+-- is kept); `process not in the trace`: likewise, a globalPid that the
 -- export's process list (PROCESSES) does not hold, where it holds any; `time outside the
 -- capture`: a row that starts or ends more than
 -- the capture's length D from the median start of the GPU rows, or lasts longer than D. Every
@@ -32,7 +35,7 @@
 --
 -- Reads: ANALYSIS_DETAILS, CUPTI_ACTIVITY_KIND_GRAPH_TRACE, CUPTI_ACTIVITY_KIND_KERNEL,
 --   CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_RUNTIME,
---   NVTX_EVENTS, PROCESSES, TARGET_INFO_GPU
+--   NVTX_EVENTS, PROCESSES, gpu_device
 --
 -- Columns:
 --   source   VARCHAR   raw table: CUPTI_ACTIVITY_KIND_KERNEL, _MEMCPY, _MEMSET or _GRAPH_TRACE
@@ -88,7 +91,7 @@ limits AS (
                 AS median_start
     )
 ),
-listed AS (SELECT DISTINCT id FROM TARGET_INFO_GPU WHERE id IS NOT NULL),
+strays AS (SELECT device_id FROM gpu_device WHERE verdict = 'stray'),
 processes AS (SELECT DISTINCT globalPid FROM PROCESSES WHERE globalPid IS NOT NULL),
 checked AS NOT MATERIALIZED (
     SELECT g.source, g.row_id, CASE
@@ -100,8 +103,7 @@ checked AS NOT MATERIALIZED (
         WHEN g.start < 0 OR g."end" < 0 THEN 'negative time'
         WHEN g.deviceId NOT BETWEEN 0 AND 4294967295 THEN 'device id out of range'
         WHEN g.globalPid < 0 OR g.globalPid & 16777215 <> 0 THEN 'not a process id'
-        WHEN g.deviceId NOT IN (SELECT id FROM listed) AND EXISTS (SELECT 1 FROM listed)
-            THEN 'device not in the trace'
+        WHEN g.deviceId IN (SELECT device_id FROM strays) THEN 'device not in the trace'
         WHEN g.globalPid NOT IN (SELECT globalPid FROM processes)
             AND EXISTS (SELECT 1 FROM processes)
             THEN 'process not in the trace'

@@ -30,8 +30,13 @@
 -- row_id the event's place in its source (event_index, NVTX_EVENTS' file_row). A kernel
 -- belongs to the innermost op_call on the thread that launched it, around its launch.
 --
+-- gpu_device: each device id the GPU rows carry, how many rows carry it (row_count), and what
+-- the GPU list (TARGET_INFO_GPU) makes of it (gpu_list_match): listed_id the list's entry for
+-- it (NULL: none); verdict `listed`, `renumbered` (the list numbers it listed_id), `stray`
+-- (left out: unusable_row), `unmatched` (a GPU the list does not describe) or `no list`.
+--
 -- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world,
---   nccl_payload, op_call
+--   nccl_payload, op_call, gpu_device
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE load_kept (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
@@ -48,3 +53,4 @@ CREATE TABLE op_call (
     row_id BIGINT, globalTid BIGINT, "start" BIGINT, "end" BIGINT, name VARCHAR, dims VARCHAR,
     types VARCHAR, concrete VARCHAR, source VARCHAR
 );
+CREATE TABLE gpu_device (device_id BIGINT, row_count BIGINT, listed_id BIGINT, verdict VARCHAR);

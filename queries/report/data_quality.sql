@@ -4,10 +4,13 @@
 -- `kept`: rows counted but not as they claim: kernels with no name at all (kernel_name),
 -- counted as compute (class other); GPU rows that end before they start, counted with no
 -- time (docs/metrics.md); kernels with no correlation id, counted with no launch (so in no
--- NVTX range); rows a loader kept with a value taken from elsewhere (load_kept); a metadata
--- value read as JSON that is not JSON, ignored (gpu_hardware).
+-- NVTX range); rows a loader kept with a value taken from elsewhere (load_kept; a GPU list
+-- renumbered to the rows' device ids, gpu_list_match); a metadata value read as JSON that is
+-- not JSON, ignored (gpu_hardware); kernels and copies on a device that the GPU list neither
+-- holds nor matches (gpu_device), counted on a GPU of their own that has no listed name or
+-- properties.
 --
--- Reads: META_DATA_EXPORT, kernel, load_kept, memcpy, skipped_row
+-- Reads: META_DATA_EXPORT, gpu_device, kernel, load_kept, memcpy, skipped_row
 --
 -- Columns:
 --   kind     VARCHAR   skipped or kept
@@ -44,6 +47,17 @@ FROM (
         'end before start: counted, with no time', count(*)
     FROM memcpy
     WHERE end_ns < start_ns
+    GROUP BY source
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_KERNEL',
+        'a device the GPU list does not hold: counted, with no GPU properties', count(*)
+    FROM kernel
+    WHERE device_id IN (SELECT device_id FROM gpu_device WHERE verdict = 'unmatched')
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_' || upper(source),
+        'a device the GPU list does not hold: counted, with no GPU properties', count(*)
+    FROM memcpy
+    WHERE device_id IN (SELECT device_id FROM gpu_device WHERE verdict = 'unmatched')
     GROUP BY source
 )
 WHERE count > 0

@@ -5,7 +5,8 @@ second copy, the reference, whose numbers the damaged one must give:
 - a neutral mutation (row order, added columns or tables, duplicated metadata, unknown keys)
   has the unmutated seed as its reference and adds nothing to the ledger;
 - a harmful one (a NULL key, a time outside the capture, a device the trace does not list, a
-  duplicate row, an end before the start, a metadata value that is not JSON...) has as its
+  duplicate row, an end before the start, a metadata value that is not JSON, a GPU list that
+  numbers the GPUs otherwise than the rows...) has as its
   reference the seed without the damaged rows (or with them in the form the ledger says they
   are counted in), and must add exactly its rows to the ledger, under its class and table.
 Every report number (per GPU, step, layer and collective: oracle.fingerprint) must equal the
@@ -211,6 +212,9 @@ def outside_capture(path: Path, rng: random.Random) -> Effect | None:
 
 
 def unlisted_device(path: Path, rng: random.Random) -> Effect | None:
+    """Kernels moved to a device the list lacks. Every seed's listed GPUs keep rows (copies,
+    at least), so the device would be one GPU more than the list holds: a stray, whatever its
+    rows (queries/load/gpu_list_match.sql)."""
     if "TARGET_INFO_GPU" not in _tables(path) or not _one(
         path, "SELECT count(*) FROM TARGET_INFO_GPU"
     ):
@@ -223,6 +227,35 @@ def unlisted_device(path: Path, rng: random.Random) -> Effect | None:
         _delete(rows),
         {("unlisted_device", KERNEL): len(rows)},
         may_fail=every,
+    )
+
+
+def renumbered_gpu_list(path: Path, rng: random.Random) -> Effect | None:
+    """The GPU list numbers the GPUs otherwise than the rows, one to one (as a ROCm profiler
+    trace of one visible GPU lists it as 0 while its kernels carry 2): every listed id moves
+    past the rows' ids, in the same order. The list is matched back: the seed's numbers, and
+    one ledger row per listed GPU."""
+    if "TARGET_INFO_GPU" not in _tables(path):
+        return None
+    con = sqlite3.connect(path)
+    try:
+        listed = {r[0] for r in con.execute("SELECT id FROM TARGET_INFO_GPU")}
+        used = {
+            r[0]
+            for table in (KERNEL, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET")
+            if table in _tables(path)
+            for r in con.execute(f"SELECT DISTINCT deviceId FROM {table}")
+        }
+    finally:
+        con.close()
+    if not listed or listed != used:  # a list with an idle GPU matches no row one to one
+        return None
+    shift = max(used) + 1 + rng.randint(0, 9)
+    _sql(path, f"UPDATE TARGET_INFO_GPU SET id = id + {shift}")
+    return Effect(
+        f"the GPU list's ids {sorted(listed)} moved by {shift}",
+        None,
+        {("renumbered_device", "TARGET_INFO_GPU"): len(listed)},
     )
 
 
@@ -313,6 +346,7 @@ SQLITE_MUTATIONS: dict[str, tuple[Mutation, int]] = {
     "outside_capture": (outside_capture, 3),
     "unlisted_device": (unlisted_device, 2),
     "unlisted_process": (unlisted_process, 2),
+    "renumbered_gpu_list": (renumbered_gpu_list, 2),
     "duplicate_rows": (duplicate_rows, 2),
     "end_before_start": (end_before_start, 2),
     "missing_correlation": (missing_correlation, 2),
@@ -424,6 +458,35 @@ def kineto_outside(path: Path, rng: random.Random) -> Effect | None:
     )
 
 
+def kineto_renumbered_device(path: Path, rng: random.Random) -> Effect | None:
+    """Every GPU event moves to device D while deviceProperties still lists the GPU as 0 (a
+    ROCm profiler trace of one visible GPU: D = 2). The reference is the trace numbered
+    alike, deviceProperties listing D: the same numbers, plus one ledger row."""
+    doc = _doc(path)
+    gpu = ("kernel", "gpu_memcpy", "gpu_memset")
+    devices = {e["args"]["device"] for e in doc["traceEvents"] if e.get("cat") in gpu}
+    listed = [d.get("id") for d in doc.get("deviceProperties", [])]
+    if devices != {0} or listed != [0]:
+        return None
+    device = rng.randint(1, 15)
+
+    def move(target: Path, list_too: bool) -> None:
+        moved = _doc(target)
+        for e in moved["traceEvents"]:
+            if e.get("cat") in gpu:
+                e["pid"] = e["args"]["device"] = device
+        if list_too:
+            moved["deviceProperties"][0]["id"] = device
+        _write(target, moved)
+
+    move(path, list_too=False)
+    return Effect(
+        f"every GPU event on device {device}, deviceProperties listing it as 0",
+        lambda ref: move(ref, list_too=True),
+        {("renumbered_device", "TARGET_INFO_GPU"): 1},
+    )
+
+
 KINETO_MUTATIONS: dict[str, tuple[Mutation, int]] = {
     "kineto_shuffle": (kineto_shuffle, 2),
     "kineto_unknown_keys": (kineto_unknown_keys, 1),
@@ -431,6 +494,7 @@ KINETO_MUTATIONS: dict[str, tuple[Mutation, int]] = {
     "kineto_no_category": (kineto_no_category, 2),
     "kineto_duplicate": (kineto_duplicate, 2),
     "kineto_outside": (kineto_outside, 2),
+    "kineto_renumbered_device": (kineto_renumbered_device, 2),
 }
 
 
