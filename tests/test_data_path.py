@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from nsysreport.analysis import analyse
 from nsysreport.ceilings import model_of
 from nsysreport.cli import app
+from nsysreport.gate_metrics import METRICS
 from nsysreport.model import Report, as_json
 from nsysreport.sections.data_path import DataPathRow
 from nsysreport.synth import (
@@ -459,3 +460,19 @@ def test_small_pageable_copies_are_latency_bound_and_unknown_ceilings_still_tell
     assert stage(mystery, "d2h").bound == "pageable"
     assert (stage(mystery, "h2d").bound, stage(mystery, "h2d").bound_reason) == (
         "unknown", "ceiling unknown")  # fmt: skip
+
+
+def test_the_gate_checks_the_pageable_share_of_host_copies(tmp_path: Path) -> None:
+    scenario = Scenario(memcpys=pageable_copies(), gpus=[Gpu(0, name="NVIDIA H100 80GB HBM3")])
+    path = write_trace(scenario, tmp_path / "pageable.sqlite")
+    # Host-side bytes of a known kind: d2h 804e6 pageable + 16e6 pinned, h2d 409,600 pinned.
+    share = 100 * 804_000_000 / (804_000_000 + 16_000_000 + 409_600)  # 98.0002%
+    measure = METRICS["pageable_copy_pct"].compute(analyse(path), None)
+    assert measure.value == pytest.approx(share) and measure.note == "rank 0, whole trace"
+    args = ["gate", str(path), "--max", "pageable_copy_pct=50", "--no-cache"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+    assert result.exit_code == 1 and "pageable_copy_pct" in result.stdout
+    # No copy to or from host memory: nothing to check, skipped.
+    alone = write_trace(Scenario(kernels=[Kernel(0, 100, GEMM)]), tmp_path / "solo.sqlite")
+    skipped = METRICS["pageable_copy_pct"].compute(analyse(alone), None)
+    assert skipped.value is None and "no copy to or from" in skipped.note
