@@ -406,8 +406,8 @@ def check_pageable_report(report: Report) -> None:
     assert narrow.summary.startswith(
         "Device-to-host copies are the narrowest stage of the data path, bound by pageable "
         "host memory: 5 calls of 164 MB per GPU at 3.06 GB/s against 64 GB/s of PCIe (GPU "
-        "model table: H100 SXM5, PCIe Gen5 x16), 4.8% of it; 804 MB of their bytes (98%) to "
-        "pageable host memory, 16 MB pinned; they leave 268 ms exposed"
+        "model table: H100 SXM5, PCIe Gen5 x16), 4.8% of it; per GPU 804 MB (98%) to pageable "
+        "host memory, 16 MB pinned; they leave 268 ms exposed"
     )
     assert "Pinned host memory would move it" in narrow.summary
     assert "pin_memory=True" in narrow.summary and "cudaMallocHost" in narrow.summary

@@ -454,17 +454,17 @@ def _sentence(s: NarrowestStage) -> str:
 
 
 def _host_memory(s: NarrowestStage) -> str:
-    """`; 804 MB of their bytes (98%) to pageable host memory, 16 MB pinned` for a copy stage
-    with a host side (the larger kind first); empty otherwise."""
-    pageable, pinned = s.pageable_bytes or 0, s.pinned_bytes or 0
+    """`; per GPU 804 MB (98%) to pageable host memory, 16 MB pinned` for a copy stage with a
+    host side (the larger kind first); empty otherwise."""
+    pageable, pinned = (s.pageable_bytes or 0) / s.gpus, (s.pinned_bytes or 0) / s.gpus
     side = _HOST_SIDE.get(s.stage, "to or from")
     if pageable and (s.bound == "pageable" or pageable >= pinned):
         of = "" if s.pageable_pct is None else f" ({s.pageable_pct:.0f}%)"
         rest = f", {fmt_bytes(pinned)} pinned" if pinned else ""
-        return f"; {fmt_bytes(pageable)} of their bytes{of} {side} pageable host memory{rest}"
+        return f"; per GPU {fmt_bytes(pageable)}{of} {side} pageable host memory{rest}"
     if pinned:
         rest = f", {fmt_bytes(pageable)} pageable" if pageable else ""
-        return f"; {fmt_bytes(pinned)} of their bytes {side} pinned host memory{rest}"
+        return f"; per GPU {fmt_bytes(pinned)} {side} pinned host memory{rest}"
     return ""
 
 
