@@ -371,6 +371,7 @@ def gate(
       kernel_time_ns         kernel_time_ns[CLASS|REGEX]: a kernel class's (gemm, attention,
                              comm, other, memcpy) or matching names' time per step and GPU
       kernel_time_pct        kernel_time_pct[CLASS|REGEX]: its share of all kernel time
+      pageable_copy_pct      worst GPU's host-copy bytes to or from pageable memory, %
     """
 
     def work() -> GateResult:

@@ -308,6 +308,20 @@ def _kernel_share(report: Report, selector: str | None) -> Measure:
     return Measure(100.0 * ns / total, None, note)
 
 
+def _pageable_copies(report: Report, _: str | None) -> Measure:
+    """The worst GPU's share of its host-side copy bytes (those whose host memory the trace
+    names) to or from pageable memory, whole trace (data_path's pageable/pinned bytes)."""
+    host: dict[GpuKey, list[int]] = {}
+    for r in report.data_path:
+        if r.pageable_bytes or r.pinned_bytes:
+            sums = host.setdefault((r.file, r.pid, r.device_id), [0, 0])
+            sums[0] += r.pageable_bytes or 0
+            sums[1] += (r.pageable_bytes or 0) + (r.pinned_bytes or 0)
+    values = {key: 100.0 * pageable / total for key, (pageable, total) in host.items()}
+    return _worst_gpu(report, values, max, "no copy to or from pinned or pageable host memory",
+                      "whole trace")  # fmt: skip
+
+
 def _overlap(g: GpuReport) -> float | None:
     return g.overlap_pct
 
@@ -456,6 +470,14 @@ METRICS: dict[str, Metric] = {
             "(summed durations, all GPUs, whole trace)",
             _kernel_share,
             selector=True,
+        ),
+        Metric(
+            "pageable_copy_pct",
+            "pct",
+            True,
+            "worst GPU's copy bytes to or from pageable host memory as % of its copy bytes to or "
+            "from host memory of a known kind (whole trace); skipped without such copies",
+            _pageable_copies,
         ),
     )
 }

@@ -3,6 +3,9 @@ narrowest stage and the tensor-parallel structure (docs/metrics.md, "Data path")
 
 from __future__ import annotations
 
+import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,7 @@ from typer.testing import CliRunner
 from nsysreport.analysis import analyse
 from nsysreport.ceilings import model_of
 from nsysreport.cli import app
+from nsysreport.gate_metrics import METRICS
 from nsysreport.model import Report, as_json
 from nsysreport.sections.data_path import DataPathRow
 from nsysreport.synth import (
@@ -23,6 +27,7 @@ from nsysreport.synth import (
     Scenario,
     write_trace,
 )
+from nsysreport.synth.kineto_copies import write_kineto_copies
 from nsysreport.user_facts import Facts, ModelShape
 
 ALLREDUCE = (
@@ -37,13 +42,13 @@ def stage(report: Report, name: str, rank: int = 0) -> DataPathRow:
 
 
 def copies_trace(tmp_path: Path, name: str = "NVIDIA H100 80GB HBM3") -> Path:
-    """One GPU, HBM 2 TB/s by the export: four copies, each alone on the GPU.
-    h2d 1 MB in 100 us, d2h 4 MB in 100 us, d2d 1 MB in 1 us, memset 1 MB in 1 us."""
+    """One GPU, HBM 2 TB/s by the export: four copies, each alone on the GPU, the host side
+    pinned. h2d 1 MB in 100 us, d2h 4 MB in 100 us, d2d 1 MB in 1 us, memset 1 MB in 1 us."""
     return write_trace(
         Scenario(
             memcpys=[
-                Memcpy(1_000, 101_000, bytes=1_000_000, copy_kind=1),
-                Memcpy(200_000, 300_000, bytes=4_000_000, copy_kind=2),
+                Memcpy(1_000, 101_000, bytes=1_000_000, copy_kind=1, pinned=True),
+                Memcpy(200_000, 300_000, bytes=4_000_000, copy_kind=2, pinned=True),
                 Memcpy(400_000, 401_000, bytes=1_000_000, copy_kind=8),
             ],
             memsets=[Memset(500_000, 501_000, bytes=1_000_000)],
@@ -60,7 +65,11 @@ def test_copies_of_known_bytes_and_durations_give_exact_bandwidth(tmp_path: Path
     assert h2d.achieved_gbps == pytest.approx(10.0)
     assert (h2d.link, h2d.peak_gbps, h2d.utilisation_pct) == ("pcie", 64.0, pytest.approx(15.625))
     assert "GPU model table: H100 SXM5, PCIe Gen5 x16" in h2d.peak_source
-    assert h2d.bound == "latency"  # one size, below 25% of the ceiling
+    # Below 25% of the ceiling, but 1 MB is no small copy: at 64 GB/s it takes 15.6 us, far more
+    # than a copy's 2 us fixed cost (latency dominates below 2 us x 64 GB/s = 128 kB).
+    assert h2d.time_median_bytes == 1_000_000 and h2d.bound == "bandwidth"
+    assert h2d.bound_reason == "15.6% of the ceiling with copies of 1 MB: too large for latency"
+    assert (h2d.pinned_bytes, h2d.pageable_bytes) == (1_000_000, 0)
     assert d2h.achieved_gbps == pytest.approx(40.0)
     assert d2h.utilisation_pct == pytest.approx(62.5) and d2h.bound == "bandwidth"
     # The HBM peak is the export's memoryBandwidth (2e12 B/s); a device copy reads and writes
@@ -71,6 +80,9 @@ def test_copies_of_known_bytes_and_durations_give_exact_bandwidth(tmp_path: Path
     assert memset.peak_gbps == 2000.0 and memset.utilisation_pct == pytest.approx(50.0)
     for row in (h2d, d2h, d2d, memset):
         assert row.exposed_ns == row.time_ns  # nothing else runs on the GPU
+    # No host side: neither pinned nor pageable bytes.
+    assert (d2d.pinned_bytes, d2d.pageable_bytes) == (memset.pinned_bytes, memset.pageable_bytes)
+    assert (d2d.pinned_bytes, d2d.pageable_bytes) == (0, 0)
 
 
 def test_link_peak_overrides_the_export_and_the_table(tmp_path: Path) -> None:
@@ -282,8 +294,6 @@ def test_the_report_prints_and_writes_the_data_path(tmp_path: Path) -> None:
     )
     page = out.read_text()
     assert 'id="data_path"' in page and "--link-peak pcie" in page
-    import json
-
     data = json.loads(js.read_text())
     ar = next(r for r in data["data_path"] if r["stage"] == "AllReduce")
     assert ar["peak_gbps"] == 32.0 and ar["bound"] == "latency"
@@ -351,3 +361,118 @@ def test_a_group_larger_than_one_host_rides_the_network(tmp_path: Path) -> None:
     given = stage(analyse(path, facts=Facts(link_peaks={"network": 50.0})), "AllReduce")
     # 1 MB in 10 us = 100 GB/s x 2(16-1)/16 = 187.5 GB/s of 50: the given peak is too low.
     assert given.busbw_gbps == pytest.approx(187.5) and given.peak_gbps == 50.0
+
+
+def pageable_copies() -> list[Memcpy]:
+    """The issue's capture on one H100: one 804 MB device-to-host copy to pageable memory at
+    3 GB/s (268 ms), four 4 MB pinned device-to-host copies of 100 us, and 100 host-to-device
+    copies of 4 kB from pinned memory, 2 us each."""
+    copies = [Memcpy(1_000, 268_001_000, bytes=804_000_000, copy_kind=2)]
+    copies += [
+        Memcpy(270_000_000 + i * 200_000, 270_100_000 + i * 200_000, bytes=4_000_000,
+               copy_kind=2, pinned=True)
+        for i in range(4)
+    ]  # fmt: skip
+    copies += [
+        Memcpy(270_800_000 + i * 10_000, 270_802_000 + i * 10_000, bytes=4_096, copy_kind=1,
+               pinned=True)
+        for i in range(100)
+    ]  # fmt: skip
+    return copies
+
+
+def check_pageable_report(report: Report) -> None:
+    d2h, h2d = stage(report, "d2h"), stage(report, "h2d")
+    # d2h: 804e6 + 4 x 4e6 = 820e6 B in 268e6 + 4 x 1e5 = 268.4e6 ns: 3.055 GB/s, 4.77% of PCIe
+    # Gen5's 64 GB/s. 804e6 B (98.05%) pageable, 16e6 B pinned. Half its time (134.2 ms) is in
+    # the 804 MB copy: far above the 2 us x 64 GB/s = 128 kB where latency would dominate, so
+    # the slowness is the pageable memory, not latency (the old rule: 4.77% < 25%, latency).
+    assert (d2h.count, d2h.bytes, d2h.timed_ns) == (5, 820_000_000, 268_400_000)
+    assert (d2h.pageable_bytes, d2h.pinned_bytes) == (804_000_000, 16_000_000)
+    assert d2h.pageable_pct == pytest.approx(100 * 804 / 820)
+    assert d2h.time_median_bytes == 804_000_000
+    assert d2h.achieved_gbps == pytest.approx(820 / 268.4)
+    assert d2h.utilisation_pct == pytest.approx(100 * 820 / 268.4 / 64)
+    assert d2h.bound == "pageable"
+    assert d2h.bound_reason == "98% of the bytes in pageable host memory"
+    # h2d: 100 x 4096 B pinned in 100 x 2 us: 2.048 GB/s, 3.2% of 64; 4 kB < 128 kB: latency.
+    assert (h2d.pageable_bytes, h2d.pinned_bytes, h2d.time_median_bytes) == (0, 409_600, 4_096)
+    assert h2d.achieved_gbps == pytest.approx(2.048)
+    assert h2d.bound == "latency" and h2d.bound_reason == "3.2% of the ceiling"
+    narrow = report.narrowest_stage
+    assert narrow is not None and (narrow.stage, narrow.bound) == ("d2h", "pageable")
+    assert (narrow.pageable_bytes, narrow.pinned_bytes) == (804_000_000, 16_000_000)
+    assert narrow.exposed_ns == 268_400_000
+    assert narrow.summary.startswith(
+        "Device-to-host copies are the narrowest stage of the data path, bound by pageable "
+        "host memory: 5 calls of 164 MB per GPU at 3.06 GB/s against 64 GB/s of PCIe (GPU "
+        "model table: H100 SXM5, PCIe Gen5 x16), 4.8% of it; per GPU 804 MB (98%) to pageable "
+        "host memory, 16 MB pinned; they leave 268 ms exposed"
+    )
+    assert "Pinned host memory would move it" in narrow.summary
+    assert "pin_memory=True" in narrow.summary and "cudaMallocHost" in narrow.summary
+    assert "latency" not in narrow.summary and "Batching" not in narrow.summary
+
+
+def test_a_large_copy_to_pageable_memory_is_bound_by_it_not_by_latency(tmp_path: Path) -> None:
+    scenario = Scenario(memcpys=pageable_copies(), gpus=[Gpu(0, name="NVIDIA H100 80GB HBM3")])
+    path = write_trace(scenario, tmp_path / "pageable.sqlite")
+    # The export's memory kinds (ENUM_CUDA_MEM_KIND: 0 Pageable, 1 Pinned, 2 Device).
+    with closing(sqlite3.connect(path)) as con:
+        kinds = con.execute(
+            "SELECT copyKind, srcKind, dstKind, count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+            " GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+        ).fetchall()
+    assert kinds == [(1, 1, 2, 100), (2, 2, 0, 1), (2, 2, 1, 4)]
+    report = analyse(path)
+    check_pageable_report(report)
+    js = as_json(report)
+    row = next(r for r in js["data_path"] if r["stage"] == "d2h")
+    assert (row["pageable_bytes"], row["pinned_bytes"], row["bound"]) == (
+        804_000_000, 16_000_000, "pageable")  # fmt: skip
+    assert js["data_path_verdict"]["pageable_pct"] == pytest.approx(100 * 804 / 820)
+    check_pageable_report(Report.from_json(js, "r.json"))  # the new fields read back
+
+
+def test_kineto_names_give_the_same_pinned_and_pageable_bytes(tmp_path: Path) -> None:
+    path = write_kineto_copies(pageable_copies(), tmp_path / "pageable.json")
+    names = {e["name"] for e in json.loads(path.read_text())["traceEvents"]}
+    assert {"Memcpy DtoH (Device -> Pageable)", "Memcpy DtoH (Device -> Pinned)",
+            "Memcpy HtoD (Pinned -> Device)"} <= names  # fmt: skip
+    check_pageable_report(analyse(path))
+
+
+def test_small_pageable_copies_are_latency_bound_and_unknown_ceilings_still_tell_pageable(
+    tmp_path: Path,
+) -> None:
+    # 100 pageable 8-byte copies of 1 us: 8 B < 128 kB, so pinning would not help; latency.
+    small = [Memcpy(1_000 + i * 10_000, 2_000 + i * 10_000, bytes=8) for i in range(100)]
+    big = [Memcpy(2_000_000, 12_000_000, bytes=100_000_000, copy_kind=2)]  # 10 GB/s, pageable
+    h100 = write_trace(Scenario(memcpys=small + big, gpus=[Gpu(0)]), tmp_path / "h100.sqlite")
+    report = analyse(h100)
+    assert stage(report, "h2d").pageable_bytes == 800
+    assert stage(report, "h2d").bound == "latency"
+    assert stage(report, "d2h").bound == "pageable"  # 10 GB/s, 15.6%: pageable, not latency
+    # A GPU outside the model table: no PCIe ceiling. 100 MB pageable is still pageable; 8 B
+    # copies are small on any host link (under 2 us x 16 GB/s = 32 kB, PCIe Gen3 x16).
+    gpu = [Gpu(0, name="Mystery Accelerator 9000")]
+    mystery = analyse(write_trace(Scenario(memcpys=small + big, gpus=gpu), tmp_path / "m.sqlite"))
+    assert stage(mystery, "d2h").bound == "pageable"
+    assert (stage(mystery, "h2d").bound, stage(mystery, "h2d").bound_reason) == (
+        "unknown", "ceiling unknown")  # fmt: skip
+
+
+def test_the_gate_checks_the_pageable_share_of_host_copies(tmp_path: Path) -> None:
+    scenario = Scenario(memcpys=pageable_copies(), gpus=[Gpu(0, name="NVIDIA H100 80GB HBM3")])
+    path = write_trace(scenario, tmp_path / "pageable.sqlite")
+    # Host-side bytes of a known kind: d2h 804e6 pageable + 16e6 pinned, h2d 409,600 pinned.
+    share = 100 * 804_000_000 / (804_000_000 + 16_000_000 + 409_600)  # 98.0002%
+    measure = METRICS["pageable_copy_pct"].compute(analyse(path), None)
+    assert measure.value == pytest.approx(share) and measure.note == "rank 0, whole trace"
+    args = ["gate", str(path), "--max", "pageable_copy_pct=50", "--no-cache"]
+    result = CliRunner().invoke(app, args, env={"COLUMNS": "240"})
+    assert result.exit_code == 1 and "pageable_copy_pct" in result.stdout
+    # No copy to or from host memory: nothing to check, skipped.
+    alone = write_trace(Scenario(kernels=[Kernel(0, 100, GEMM)]), tmp_path / "solo.sqlite")
+    skipped = METRICS["pageable_copy_pct"].compute(analyse(alone), None)
+    assert skipped.value is None and "no copy to or from" in skipped.note

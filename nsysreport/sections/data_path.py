@@ -14,18 +14,30 @@ from nsysreport.sections.collectives import CollectiveReport, bus_factor
 from nsysreport.sections.gpu_metrics import GpuMetric
 from nsysreport.units import fmt_bytes, fmt_gbps, fmt_ns, pct
 
-# The bound rule (docs/metrics.md, "Data path"). A stage whose bytes at the ceiling would take
-# less than LATENCY_UTILISATION_PCT of its time pays mostly per-call cost (latency, and, for a
-# collective, the wait for the other ranks): latency-bound, whatever the link. Above that, with
-# several message sizes, a least-squares line time = alpha + bytes * slope over the calls gives
-# the per-call cost alpha; when the line explains the durations (r2 >= FIT_MIN_R2), alpha over
-# all calls at LATENCY_SHARE_PCT of the time or more is latency-bound too (the small calls cost
-# the time, the large ones carry the bytes). Otherwise bandwidth-bound. Without bytes, group
-# size or ceiling the bound is unknown.
+# The bound rule (docs/metrics.md, "Data path"). A copy stage with PAGEABLE_SHARE_PCT of its
+# bytes or more to or from pageable host memory is bound by it (the driver stages such a copy
+# through a pinned buffer, and it cannot overlap the host), unless its copies are so small that
+# latency would dominate them at any speed. A stage whose bytes at the ceiling would take less
+# than LATENCY_UTILISATION_PCT of its time pays mostly per-call cost (latency, and, for a
+# collective, the wait for the other ranks): latency-bound; for copies only when they are small
+# (below). Above that, with several message sizes, a least-squares line time = alpha + bytes *
+# slope over the calls gives the per-call cost alpha; when the line explains the durations (r2 >=
+# FIT_MIN_R2), alpha over all calls at LATENCY_SHARE_PCT of the time or more is latency-bound too
+# (the small calls cost the time, the large ones carry the bytes). Otherwise bandwidth-bound.
+# Without bytes, group size or ceiling the bound is unknown.
 LATENCY_SHARE_PCT = 50.0
 LATENCY_UTILISATION_PCT = 25.0
 FIT_MIN_CALLS = 3
 FIT_MIN_R2 = 0.8
+PAGEABLE_SHARE_PCT = 50.0
+# A copy's fixed cost on the GPU: the shortest copies in the real exports read (4 B to 2 kB) take
+# 0.8 to 1.8 us (docs/metrics.md). Latency dominates a copy of fewer bytes than this cost times the
+# link's peak (the latency-bandwidth product: 128 kB on PCIe Gen5 x16 at 64 GB/s); a copy stage is
+# "small" when the copy at the middle of its time (time_median_bytes) is below that; with the
+# link's peak unknown, below it at the slowest host link of the GPU model table (PCIe Gen3 x16,
+# 16 GB/s: 32 kB), small on any link.
+COPY_LATENCY_NS = 2_000
+SLOWEST_HOST_GBPS = min(m.pcie_gbps for m in ceilings.GPU_MODELS)
 # Below this share of all GPUs' time exposed, no stage is named the narrowest: it is noise.
 NARROWEST_MIN_PCT = 1.0
 # Copies that read and write HBM (device to device) move each byte twice through it.
@@ -51,6 +63,9 @@ class DataPathRow:
     sizes: int
     min_bytes: int | None
     max_bytes: int | None
+    time_median_bytes: int | None  # the size at the middle of the sized calls' time
+    pageable_bytes: int | None  # copies: to or from pageable host memory; None for collectives
+    pinned_bytes: int | None  # copies: to or from pinned host memory
     fit_alpha_ns: float | None
     fit_ns_per_byte: float | None
     fit_r2: float | None
@@ -61,8 +76,15 @@ class DataPathRow:
     peak_gbps: float | None
     peak_source: str
     utilisation_pct: float | None
-    bound: str  # latency, bandwidth or unknown
+    bound: str  # pageable, latency, bandwidth or unknown
     bound_reason: str
+
+    @property
+    def pageable_pct(self) -> float | None:
+        """The share of a copy stage's bytes to or from pageable host memory."""
+        if self.pageable_bytes is None or self.bytes is None:
+            return None
+        return pct(self.pageable_bytes, self.bytes)
 
     @property
     def mean_bytes(self) -> float | None:
@@ -98,6 +120,9 @@ class NarrowestStage:
     gpus: int
     calls_per_gpu: float
     mean_bytes: float | None
+    pageable_bytes: int | None  # copies: Σ over the GPUs; None for collectives
+    pinned_bytes: int | None
+    pageable_pct: float | None  # pageable_bytes as a share of the stage's bytes
     achieved_gbps: float | None  # bus bandwidth for collectives; median over the GPUs
     peak_gbps: float | None
     peak_source: str
@@ -171,7 +196,7 @@ def derive(r: dict[str, Any], group_gpus: int | None, ceiling: Ceiling) -> DataP
         busbw = achieved * factor
     rate = busbw if r["kind"] == "collective" else achieved
     util = pct(rate, ceiling.peak_gbps) if rate is not None and ceiling.peak_gbps else None
-    bound, reason = _bound(r, rate, util)
+    bound, reason = _bound(r, rate, util, ceiling.peak_gbps)
     return DataPathRow(
         **r,
         group_gpus=group_gpus,
@@ -186,9 +211,16 @@ def derive(r: dict[str, Any], group_gpus: int | None, ceiling: Ceiling) -> DataP
     )
 
 
-def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tuple[str, str]:
+def _bound(
+    r: Mapping[str, Any], rate: float | None, util: float | None, peak: float | None
+) -> tuple[str, str]:
     if r["bytes"] is None:
         return "unknown", "message sizes unknown"
+    copy = r["kind"] == "copy"
+    small = copy and _latency_sized(r, peak)
+    share = pct(r["pageable_bytes"], r["bytes"]) if copy and r["pageable_bytes"] else None
+    if share is not None and share >= PAGEABLE_SHARE_PCT and not small:
+        return "pageable", f"{share:.0f}% of the bytes in pageable host memory"
     if rate is None:
         return "unknown", "group size unknown"
     if util is None:
@@ -196,14 +228,33 @@ def _bound(r: Mapping[str, Any], rate: float | None, util: float | None) -> tupl
     if util > 100:
         # Faster than the link can go: the ceiling is too low, or the durations too short.
         return "bandwidth", f"{util:.0f}% of the ceiling: above it, so the ceiling is too low"
-    if util < LATENCY_UTILISATION_PCT:
+    if util < LATENCY_UTILISATION_PCT and (small or not copy):
         return "latency", f"{util:.1f}% of the ceiling"
-    share = _fitted_latency_share(r)
-    if share is None:
-        return "bandwidth", f"{util:.1f}% of the ceiling"
-    bound = "latency" if share >= LATENCY_SHARE_PCT else "bandwidth"
-    alpha = r["fit_alpha_ns"]
-    return bound, f"fit over {r['sizes']} sizes: {fmt_ns(alpha)} per call, {share:.0f}% of time"
+    fitted = _fitted_latency_share(r) if small or not copy else None
+    if fitted is not None:
+        bound = "latency" if fitted >= LATENCY_SHARE_PCT else "bandwidth"
+        alpha = fmt_ns(r["fit_alpha_ns"])
+        return bound, f"fit over {r['sizes']} sizes: {alpha} per call, {fitted:.0f}% of time"
+    if util < LATENCY_UTILISATION_PCT:
+        # Slow, but too large for latency to explain: the link or the host is slower than the
+        # ceiling (a narrower PCIe slot, a shared link, a busy host).
+        return "bandwidth", (
+            f"{util:.1f}% of the ceiling with copies of {fmt_bytes(r['time_median_bytes'])}: "
+            "too large for latency"
+        )
+    return "bandwidth", f"{util:.1f}% of the ceiling"
+
+
+def latency_bytes(peak_gbps: float) -> float:
+    """The copy size below which a copy's fixed cost outlasts its bytes at the link's peak."""
+    return COPY_LATENCY_NS * peak_gbps  # ns x bytes per ns
+
+
+def _latency_sized(r: Mapping[str, Any], peak: float | None) -> bool:
+    """A copy stage whose copy at the middle of its time is below the latency-bandwidth
+    product of its link (of the slowest host link when its peak is unknown)."""
+    size = r["time_median_bytes"]
+    return size is not None and size < latency_bytes(peak or SLOWEST_HOST_GBPS)
 
 
 def dominant_bound(rows: Sequence[DataPathRow]) -> str | None:
@@ -258,6 +309,7 @@ def narrowest(
     util = pct(achieved, peak) if achieved is not None and peak else None
     share = pct(totals[(kind, stage)], span_ns) or 0.0
     family, sampled = _sampled(first.link, kind, mine, metrics)
+    pageable = _total(r.pageable_bytes for r in mine)
     found = NarrowestStage(
         stage=stage,
         kind=kind,
@@ -268,6 +320,9 @@ def narrowest(
         gpus=len(mine),
         calls_per_gpu=statistics.fmean(r.count for r in mine),
         mean_bytes=mean_bytes,
+        pageable_bytes=pageable,
+        pinned_bytes=_total(r.pinned_bytes for r in mine),
+        pageable_pct=None if pageable is None else pct(pageable, sum(r.bytes or 0 for r in mine)),
         achieved_gbps=achieved,
         peak_gbps=peak,
         peak_source=first.peak_source,
@@ -277,6 +332,11 @@ def narrowest(
         summary="",
     )
     return replace(found, summary=_sentence(found))
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 # The GPU-metric families that measure each link, busiest direction first chosen by value.
@@ -326,7 +386,17 @@ _MOVES = {
         "Pinned host memory, fewer bytes, or copies overlapped with compute on another "
         "stream would move it."
     ),
+    ("copy", "pageable"): (
+        "Pinned host memory would move it: a pageable copy is staged through a driver buffer "
+        "and holds the host (PyTorch: pin_memory=True, tensor.pin_memory(), a pinned buffer "
+        "copied with non_blocking=True; CUDA: cudaMallocHost, cudaHostRegister)."
+    ),
 }
+# A bandwidth-bound copy stage that reads or writes no pageable memory is already pinned.
+_PINNED_BANDWIDTH = (
+    "Fewer bytes, or copies overlapped with compute on another stream, would move it."
+)
+_HOST_SIDE = {"h2d": "from", "d2h": "to"}
 
 
 COPY_NAMES = {"h2d": "host-to-device copies", "d2h": "device-to-host copies",
@@ -339,7 +409,9 @@ def _sentence(s: NarrowestStage) -> str:
         what = f"{s.stage} is"
     else:
         what = f"{COPY_NAMES.get(s.stage, s.stage + ' copies').capitalize()} are"
-    bound = "" if s.bound == "unknown" else f", {s.bound}-bound"
+    bound = {"unknown": "", "pageable": ", bound by pageable host memory"}.get(
+        s.bound, f", {s.bound}-bound"
+    )
     calls = f"{s.calls_per_gpu:.0f} call{'' if round(s.calls_per_gpu) == 1 else 's'}"
     size = "" if s.mean_bytes is None else f" of {fmt_bytes(s.mean_bytes)}"
     link = _LINK_NAMES.get(s.link, s.link)
@@ -360,6 +432,9 @@ def _sentence(s: NarrowestStage) -> str:
             f"{link} ({source}), {s.utilisation_pct:.1f}% of it"
         )
     move = _MOVES.get((s.kind, s.bound), "")
+    if (s.kind, s.bound) == ("copy", "bandwidth") and not s.pageable_bytes and s.pinned_bytes:
+        move = _PINNED_BANDWIDTH
+    speed += _host_memory(s)
     if s.sampled_link_pct is not None and s.sampled_metric is not None:
         during = "exposed communication" if s.kind == "collective" else "the copies"
         name = (
@@ -378,14 +453,34 @@ def _sentence(s: NarrowestStage) -> str:
     ).strip()
 
 
+def _host_memory(s: NarrowestStage) -> str:
+    """`; per GPU 804 MB (98%) to pageable host memory, 16 MB pinned` for a copy stage with a
+    host side (the larger kind first); empty otherwise."""
+    pageable, pinned = (s.pageable_bytes or 0) / s.gpus, (s.pinned_bytes or 0) / s.gpus
+    side = _HOST_SIDE.get(s.stage, "to or from")
+    if pageable and (s.bound == "pageable" or pageable >= pinned):
+        of = "" if s.pageable_pct is None else f" ({s.pageable_pct:.0f}%)"
+        rest = f", {fmt_bytes(pinned)} pinned" if pinned else ""
+        return f"; per GPU {fmt_bytes(pageable)}{of} {side} pageable host memory{rest}"
+    if pinned:
+        rest = f", {fmt_bytes(pageable)} pageable" if pageable else ""
+        return f"; per GPU {fmt_bytes(pinned)} {side} pinned host memory{rest}"
+    return ""
+
+
 def bound_rule() -> str:
     """The bound rule in words, printed beside the table (docs/metrics.md has the same)."""
     return (
-        f"Bound: latency-bound when the stage's bytes at the ceiling would take less than "
+        f"Bound: a copy stage with {PAGEABLE_SHARE_PCT:.0f}% or more of its bytes to or from "
+        "pageable host memory is bound by it (pageable), unless its copies are small (below). "
+        "Latency-bound when the stage's bytes at the ceiling would take less than "
         f"{LATENCY_UTILISATION_PCT:.0f}% of its time (utilisation below "
         f"{LATENCY_UTILISATION_PCT:.0f}%: per-call cost, and for a collective the wait for the "
-        f"other ranks, takes the time). Above that, with {FIT_MIN_CALLS} or more calls of "
-        "several sizes, a least-squares line time = a + bytes / b gives the per-call cost a; "
+        "other ranks, takes the time); for copies only when they are small: the copy at the "
+        f"middle of the stage's time would take under {COPY_LATENCY_NS / 1000:.0f} µs at the "
+        "link's peak (128 kB at 64 GB/s), else bandwidth-bound. Above that, with "
+        f"{FIT_MIN_CALLS} or more calls of several sizes (small ones, for copies), a "
+        "least-squares line time = a + bytes / b gives the per-call cost a; "
         f"when it explains the durations (r² ≥ {FIT_MIN_R2}) and a over all the calls is "
         f"{LATENCY_SHARE_PCT:.0f}% of the time or more, latency-bound too. Otherwise "
         "bandwidth-bound; unknown without bytes, group size or ceiling. Collectives are "

@@ -105,6 +105,7 @@ class Memcpy:
     tid: int | None = None
     launch: tuple[int, int] | None = None
     api: str = "cudaMemcpyAsync_v3020"
+    pinned: bool = False  # the host side is pinned (ENUM_CUDA_MEM_KIND 1), not pageable (0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -762,7 +763,9 @@ def _kernel_rows(
 def _memcpy_rows(memcpys: list[tuple[Memcpy, int]], profile: VersionProfile) -> Iterator[Row]:
     green = profile.green_context_id
     for m, corr in memcpys:
-        src, dst = MEM_KINDS.get(m.copy_kind, (None, None))
+        src, dst = (
+            1 if m.pinned and k == 0 else k for k in MEM_KINDS.get(m.copy_kind, (None,) * 2)
+        )
         yield (
             m.start, m.end, m.device, 1, green, m.stream, corr, GLOBAL_VID | m.pid << 24,
             m.bytes, m.copy_kind, None, src, dst, None, None, None, None, None, None, None, 1,

@@ -7,7 +7,10 @@
 -- cannot use (unusable_row) are left out and counted in skipped_row. `stage` is the data-path
 -- stage the copy uses (docs/metrics.md, "Data path"): the path its bytes take, so a copy to or
 -- from a CUDA array counts as the device side, and a unified-memory migration as the direction
--- it moves.
+-- it moves. `host_memory` is the kind of host memory the copy reads or writes, from srcKind and
+-- dstKind in ENUM_CUDA_MEM_KIND's numbering (0 Pageable, 1 Pinned, 2 Device, ...: the same ids in
+-- every nsys export read, docs/export-format.md, "Pinned and pageable copies"): pageable when
+-- either side is pageable, pinned when either is pinned, else NULL (no host side, or not known).
 --
 -- Reads: CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET, ENUM_CUDA_MEMCPY_OPER,
 --   unusable_row
@@ -27,6 +30,7 @@
 --   copy_kind        VARCHAR   Host-to-Device, Device-to-Host, Peer-to-Peer, ..., or memset
 --   name             VARCHAR   [CUDA memcpy <kind>] or [CUDA memset]
 --   stage            VARCHAR   h2d, d2h, d2d, p2p, h2h, memset or unknown
+--   host_memory      VARCHAR   pageable, pinned, or NULL (no host side, or its kind unknown)
 CREATE VIEW memcpy AS
 WITH fallback_kind(id, label) AS (
     VALUES (0, 'Unknown'), (1, 'Host-to-Device'), (2, 'Device-to-Host'), (3, 'Host-to-Array'),
@@ -46,7 +50,9 @@ copies AS (
         m.start,
         m."end",
         m.bytes,
-        coalesce(e.label, f.label, 'Unknown') AS copy_kind
+        coalesce(e.label, f.label, 'Unknown') AS copy_kind,
+        CASE WHEN 0 IN (m.srcKind, m.dstKind) THEN 'pageable'
+            WHEN 1 IN (m.srcKind, m.dstKind) THEN 'pinned' END AS host_memory
     FROM CUPTI_ACTIVITY_KIND_MEMCPY AS m
     LEFT JOIN (SELECT id, min(label) AS label FROM ENUM_CUDA_MEMCPY_OPER GROUP BY id) AS e
         ON e.id = m.copyKind
@@ -56,7 +62,7 @@ copies AS (
     )
     UNION ALL
     SELECT file_row, 'memset', globalPid, deviceId, streamId, correlationId, start, "end", bytes,
-        'memset'
+        'memset', NULL
     FROM CUPTI_ACTIVITY_KIND_MEMSET
     WHERE file_row NOT IN (
         SELECT row_id FROM unusable_row WHERE source = 'CUPTI_ACTIVITY_KIND_MEMSET'
@@ -86,5 +92,6 @@ SELECT
         WHEN copy_kind = 'Peer-to-Peer' THEN 'p2p'
         WHEN copy_kind = 'Host-to-Host' THEN 'h2h'
         ELSE 'unknown'
-    END AS stage
+    END AS stage,
+    host_memory
 FROM copies
