@@ -328,9 +328,9 @@ class Scenario:
     # MPI rank of each process (pid -> rank), as nsys --trace=mpi records it (MPI_RANKS; the
     # 2026.2 profile only).
     mpi_ranks: Mapping[int, int] = field(default_factory=dict)
-    diagnostics: Iterable[Diagnostic] = ()  # schema 3.x profiles only
+    diagnostics: Iterable[Diagnostic] = ()  # 2024.5 and 2026.2 profiles only
     overheads: Iterable[ProfilerOverhead] = ()  # 2022.2 and later profiles
-    os_calls: Iterable[OsCall] = ()  # 2022.2 and 2024.5 profiles
+    os_calls: Iterable[OsCall] = ()  # 2022.2, 2023.2 and 2024.5 profiles
     payload_schemas: Sequence[PayloadSchema] = ()  # 2026.2 profile only
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).

@@ -250,10 +250,10 @@ own_copy AS (
     -- for (a small pinned copy: the call only queued it).
     SELECT c.node, arg_max(g.node, (g.end_ns, g.node)) AS ended_node,
         max(least(g.end_ns, c.end_ns)) AS ended_ns
-    FROM launched AS la
-    JOIN nodes AS g ON g.node = la.node
-    JOIN nodes AS c ON c.node = la.launch_node
-    JOIN sync_wait AS w ON w.launch_id = c.activity_id AND w.own
+    FROM nodes AS c
+    JOIN sync_wait AS w ON c.kind = 'api' AND w.launch_id = c.activity_id AND w.own
+    JOIN nodes AS g
+        ON g.kind = 'gpu' AND g.global_pid = c.global_pid AND g.correlation_id = c.correlation_id
     WHERE g.start_ns < c.end_ns
     GROUP BY c.node
 ),
