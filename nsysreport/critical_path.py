@@ -183,6 +183,7 @@ class Graph:
 
         self.start, self.end = column("start_ns"), column("end_ns")
         self.pred, self.ready = column("pred"), column("ready_ns")
+        self.thread_pred, self.thread_ready = column("thread_pred"), column("thread_ready_ns")
         self.last, self.last_start = column("last_node"), column("last_start_ns")
         self.first_start = column("first_start_ns")
         self.is_gpu = (nodes["kind"] == "gpu").to_list()
@@ -260,14 +261,18 @@ class Graph:
             came_by_join = bool(joins) and joins[-1][1] == n
             if cross and other == n and self.first_start[n] < s and not came_by_join:
                 joins.append((n, n, len(steps)))
-            p = self.pred[n]
-            r = s if p is None else min(self.ready[n], t)
+            p, ready, edge = self.pred[n], self.ready[n], self.edge[n]
+            if edge == "sync" and t < self.end[n]:
+                # Reached from an activity it launched, before it returned (a synchronous
+                # copy's copy): the call until then is its own time after its thread's last.
+                p, ready, edge = self.thread_pred[n], self.thread_ready[n], "thread"
+            r = s if p is None else min(ready, t)
             own = EXEC_CAUSE.get(self.cls[n], "compute")
-            if self.edge[n] == "sync" and not self.is_gpu[n]:
+            if edge == "sync":
                 own = "synchronisation"  # the call returned when the GPU work it waited for ended
             add(own, n, gpu_node, max(r, s), t)
             if r < s:
-                add(GAP_CAUSE[self.edge[n]], n, gpu_node, r, s)
+                add(GAP_CAUSE[edge], n, gpu_node, r, min(s, t))  # never past the arrival
             t, n = (r, p) if p is not None else (s, None)
         if t > lo:
             add("untraced", -1, gpu_node, lo, t)
@@ -356,10 +361,12 @@ def recompute(nodes: pl.DataFrame, lo: int, hi: int, factor: Sequence[float]) ->
 
     One pass in start order: a node starts as much earlier or later as the candidate
     predecessor ready last now is, against the one ready last before (every wait after it, a
-    launch latency, say, kept); a synchronising call returns as the GPU work it waited for
-    ends; a collective's members end when the transfer after their last arrival does. The
-    window keeps its start; its end is the last end of the GPU activities that ended in it.
-    Nodes that ended before the window keep their times.
+    launch latency, say, kept); a call starts as its thread lets it, and a synchronising call
+    returns as the GPU work it waited for ends (worked out when first asked: a synchronous
+    copy's copy starts after its call); an activity that started before its call returned
+    moves with the call's start; a collective's members end when the transfer after their
+    last arrival does. The window keeps its start; its end is the last end of the GPU
+    activities that ended in it. Nodes that ended before the window keep their times.
     """
     start, end = nodes["start_ns"].to_list(), nodes["end_ns"].to_list()
     gpu = (nodes["kind"] == "gpu").to_list()
@@ -381,6 +388,7 @@ def recompute(nodes: pl.DataFrame, lo: int, hi: int, factor: Sequence[float]) ->
             members.setdefault((op, ordinal), []).append(n)
     last_start = nodes["last_start_ns"].to_list()
     new_start, new_end = list(start), list(end)
+    pending: set[int] = set()  # synchronising calls whose return is not worked out yet
 
     def shift(c: int) -> int:
         """How much later (negative: earlier) node c ends now."""
@@ -389,21 +397,35 @@ def recompute(nodes: pl.DataFrame, lo: int, hi: int, factor: Sequence[float]) ->
             arrival = max(new_start[m] for m in members[key])
             transfer = max(end[c] - last_start[c], 0) * factor[c]
             return round(float(arrival + transfer)) - int(end[c])
+        if c in pending:
+            pending.discard(c)
+            returned = max(start[c], sync_ready[c])
+            waited = sync_ready[c] + shift(sync_pred[c])
+            new_end[c] = max(new_start[c], waited) + end[c] - returned
         return int(new_end[c]) - int(end[c])
+
+    def moved(edge: str, p: int, r: int) -> int:
+        """How much later candidate p of that edge, ready at r, is ready now."""
+        if edge == "launch" and not gpu[p] and r < end[p]:
+            return int(new_start[p]) - int(start[p])  # launched before the call returned
+        return shift(p)
 
     for n in range(len(start)):
         if end[n] <= lo:
             continue
-        readies = [(p[n], r[n]) for p, r in preds if p[n] is not None]
+        readies = [
+            (edge, p[n], r[n])
+            for edge, (p, r) in zip(CANDIDATES, preds, strict=True)
+            if p[n] is not None and (gpu[n] or edge != "sync")
+        ]
         if readies:
-            before = max(r for _, r in readies)
-            now = max(r + shift(p) for p, r in readies)
+            before = max(r for _, _, r in readies)
+            now = max(r + moved(edge, p, r) for edge, p, r in readies)
             new_start[n] = start[n] + now - before
         if gpu[n]:
             new_end[n] = new_start[n] + round((end[n] - start[n]) * factor[n])
         elif waits[n] and sync_pred[n] is not None:
-            returned = max(start[n], sync_ready[n])
-            new_end[n] = max(new_start[n], sync_ready[n] + shift(sync_pred[n])) + end[n] - returned
+            pending.add(n)
         else:
             new_end[n] = new_start[n] + end[n] - start[n]
     ends = [end[n] + shift(n) for n in range(len(start)) if gpu[n] and lo < end[n] <= hi]

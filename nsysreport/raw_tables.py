@@ -97,6 +97,23 @@ RAW_TABLES: dict[str, tuple[Column, ...]] = {
         ("correlationId", "BIGINT", True),
         ("nameId", "BIGINT", True),
     ),
+    # What each synchronising call waited on (its stream, its event) and where each event was
+    # recorded: the critical path's links from a host wait or a stream wait to the GPU work
+    # behind it (queries/views/sync_wait.sql). Not required: without them the path infers.
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": (
+        ("deviceId", "BIGINT", False),
+        ("streamId", "BIGINT", False),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", False),
+        ("eventId", "BIGINT", False),
+    ),
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT": (
+        ("deviceId", "BIGINT", False),
+        ("streamId", "BIGINT", False),
+        ("correlationId", "BIGINT", False),
+        ("globalPid", "BIGINT", False),
+        ("eventId", "BIGINT", False),
+    ),
     "NVTX_EVENTS": (
         ("start", "BIGINT", True),
         ("end", "BIGINT", False),

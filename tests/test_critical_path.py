@@ -7,6 +7,7 @@ scenario and real trace the causes add up to the window exactly.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,15 @@ from nsysreport.multi import build_multi_report
 from nsysreport.path_across_files import local_walks
 from nsysreport.patterns import Patterns
 from nsysreport.report_builder import build_report
-from nsysreport.synth import ApiCall, GraphLaunch, Kernel, NvtxRange, Scenario, write_trace
+from nsysreport.synth import (
+    ApiCall,
+    GraphLaunch,
+    Kernel,
+    Memcpy,
+    NvtxRange,
+    Scenario,
+    write_trace,
+)
 
 from conftest import SHARED_TRACES, real_trace
 
@@ -344,3 +353,183 @@ def test_across_files_each_node_is_walked_once_and_the_path_is_the_one_file_s(
     assert first.tail is None and first.stop is None  # down to the window's start
     assert second.tail == (walks.index(first), 1)  # from kernel 2, after the wait [300, 310)
     assert sum(s.end_ns - s.start_ns for s in second.segments) == 610 - 300
+
+
+def copies_and_event_scenario(cuda_events: bool = True) -> Scenario:
+    """The shape of a CUTLASS benchmark's export (nsys 2023.2): one thread, stream 7, pageable
+    cudaMemcpy calls around three kernels and a cudaEventSynchronize. cudaMemcpy [0, 1000)
+    copies [50, 990) host to device; cudaMemcpy [1010, 2000) copies [1060, 2030) (its last 30 ns
+    after the call returned, as pageable copies do); three launches [2010, 2100), [2110, 2120),
+    [2130, 2140) run kernels [2080, 3080), [3090, 4090), [4100, 5100) (the first starts before
+    its call returns); cudaEventRecord [2150, 2160) records event 1 on stream 7;
+    cudaEventSynchronize [2170, 5120) waits for it; cudaMemcpy [5150, 7000) copies [5200, 6990)
+    back."""
+    copies = [
+        Memcpy(50, 990, launch=(0, 1_000), api="cudaMemcpy_v3020"),
+        Memcpy(1_060, 2_030, launch=(1_010, 2_000), api="cudaMemcpy_v3020"),
+        Memcpy(5_200, 6_990, copy_kind=2, launch=(5_150, 7_000), api="cudaMemcpy_v3020"),
+    ]
+    kernels = [
+        Kernel(2_080, 3_080, GEMM, launch=(2_010, 2_100)),
+        Kernel(3_090, 4_090, GEMM, launch=(2_110, 2_120)),
+        Kernel(4_100, 5_100, GEMM, launch=(2_130, 2_140)),
+    ]
+    calls = [
+        ApiCall(2_150, 2_160, "cudaEventRecord_v3020", event=1, stream=7),
+        ApiCall(2_170, 5_120, "cudaEventSynchronize_v3020", event=1),
+    ]
+    return Scenario(
+        kernels=kernels,
+        memcpys=copies,
+        api_calls=calls,
+        nvtx=[NvtxRange(-100, 7_100, "step 1")],
+        cuda_events=cuda_events,
+    )
+
+
+@pytest.mark.parametrize("version", ["2023.2", "2022.2", "2026.2"])
+@pytest.mark.parametrize("cuda_events", [True, False])
+def test_a_synchronous_copy_and_an_event_wait_lead_to_the_gpu_work_they_waited_for(
+    tmp_path: Path, version: str, cuda_events: bool
+) -> None:
+    """The window is the step's GPU time [50, 6990) = 6940 (copies_and_event_scenario). Path:
+    the last copy [5200, 6990) 1790 <- its call from its start, [5150, 5200) 50 of CUDA API
+    <- host [5120, 5150) 30 <- cudaEventSynchronize returning [5100, 5120) 20 after the event's
+    work <- kernel 3 (1000) <- 10 waiting for its stream <- kernel 2 (1000) <- 10 <- kernel 1
+    (1000), started before its launch returned <- the launch [2010, 2080) 70 <- host [2000,
+    2010) 10 <- the second cudaMemcpy returning at 2000, its copy still running: the copy
+    [1060, 2000) 940 <- its call [1010, 1060) 50 <- host [1000, 1010) 10 <- the first
+    cudaMemcpy returning [990, 1000) 10 after its copy <- the copy [50, 990) 940. So compute
+    3000 (the kernels), copy 3670 (the copies but the 30 ns the second ran past its call),
+    CUDA API 170, host 50, synchronisation 30, GPU waiting 20; nothing untraced. The same
+    with the event's CUDA_EVENT row or without (one stream: the work submitted before the
+    call is the event's), whatever syncType the release writes (2023.2: 2 for an event
+    synchronisation, the enum's stream wait). Before #46 the walk went round between the last
+    copy and its call: copy 1790, untraced 5150.
+
+    Compute 2x: the kernels end at 2580, 3090 and 3600 (each wait kept), the event wait
+    returns at 3620, the last copy runs [3700, 5490): 5440, 1500 shorter."""
+    path = write_trace(copies_and_event_scenario(cuda_events), tmp_path / "t.sqlite", version)
+    report = build_report(open_trace(path), path)
+    assert causes(report) == {
+        "compute": 3_000,
+        "copy": 3_670,
+        "cuda_api": 170,
+        "host": 50,
+        "synchronisation": 30,
+        "gpu_wait": 20,
+    }
+    cp = report.critical_path
+    assert cp is not None and (cp.start_ns, cp.end_ns) == (50, 6_990)
+    assert ("synchronisation", "cudaEventSynchronize") in {(i.cause, i.what) for i in cp.items}
+    assert {w.change: w.path_ns for w in cp.what_if}["compute_2x"] == 5_440
+
+
+def two_streams_scenario(sync: str, rows: bool) -> Scenario:
+    """Stream 7 runs a GEMM [0, 1000), launched at (-100, -90), then event 1 is recorded on
+    stream 7 (-80, -70); stream 8 runs a copy kernel [0, 1040), launched at (-60, -50). The
+    thread waits [-40, 1050) in `sync` (cudaEventSynchronize on event 1, or
+    cudaStreamSynchronize on stream 7), then launches a GEMM (1060, 1070) that runs [1100,
+    1200) on stream 7. `rows`: the export has the CUDA_EVENT and SYNCHRONIZATION rows."""
+    record = ApiCall(-80, -70, "cudaEventRecord_v3020", event=1, stream=7)
+    if sync == "event":
+        wait = ApiCall(-40, 1_050, "cudaEventSynchronize_v3020", event=1)
+    else:
+        wait = ApiCall(-40, 1_050, "cudaStreamSynchronize_v3020", stream=7)
+    if not rows:
+        record, wait = (replace(c, event=None, stream=None) for c in (record, wait))
+    kernels = [
+        Kernel(0, 1_000, GEMM, launch=(-100, -90)),
+        Kernel(0, 1_040, COPY, stream=8, launch=(-60, -50)),
+        Kernel(1_100, 1_200, LONG_GEMM, launch=(1_060, 1_070)),
+    ]
+    return Scenario(
+        kernels=kernels, api_calls=[record, wait], nvtx=[NvtxRange(-200, 1_300, "step 1")]
+    )
+
+
+@pytest.mark.parametrize("sync", ["event", "stream"])
+@pytest.mark.parametrize("version", ["2023.2", "2026.2"])
+def test_a_host_wait_follows_the_stream_the_export_names_not_the_last_activity(
+    tmp_path: Path, sync: str, version: str
+) -> None:
+    """two_streams_scenario, window [0, 1200). With the rows, the wait was for stream 7's GEMM:
+    GEMM 100 <- launch latency [1070, 1100) 30 <- its launch 10 <- host [1050, 1060) 10 <-
+    the wait returning [1000, 1050) 50 after the GEMM [0, 1000): compute 1100, launch latency
+    30, CUDA API 10, host 10, synchronisation 50. Without them the wait is inferred: the
+    activity submitted before the call that ended last before it returned, stream 8's copy
+    kernel [0, 1040): compute 1140, synchronisation 10."""
+    with_rows = write_trace(two_streams_scenario(sync, True), tmp_path / "rows.sqlite", version)
+    without = write_trace(two_streams_scenario(sync, False), tmp_path / "none.sqlite", version)
+    linked, inferred = (build_report(open_trace(p), p) for p in (with_rows, without))
+    rest = {"launch_latency": 30, "cuda_api": 10, "host": 10}
+    assert causes(linked) == {"compute": 1_100, "synchronisation": 50, **rest}
+    assert causes(inferred) == {"compute": 1_140, "synchronisation": 10, **rest}
+    for report, kernel in ((linked, GEMM), (inferred, COPY)):
+        cp = report.critical_path
+        assert cp is not None
+        assert {i.what for i in cp.items if i.cause == "compute"} == {kernel, LONG_GEMM}
+
+
+def stream_wait_scenario(cuda_events: bool) -> Scenario:
+    """Stream 7 runs a GEMM [0, 1000) (launched at (-100, -90)) and event 1 is recorded after
+    it (-80, -70); stream 8 runs a copy kernel [0, 1100) (-60, -50); cudaStreamWaitEvent
+    (-40, -30) makes stream 9 wait for event 1, and its GEMM, launched at (-20, -10), runs
+    [1150, 1250)."""
+    calls = [
+        ApiCall(-80, -70, "cudaEventRecord_v3020", event=1, stream=7),
+        ApiCall(-40, -30, "cudaStreamWaitEvent_v3020", event=1, stream=9),
+    ]
+    kernels = [
+        Kernel(0, 1_000, GEMM, launch=(-100, -90)),
+        Kernel(0, 1_100, COPY, stream=8, launch=(-60, -50)),
+        Kernel(1_150, 1_250, LONG_GEMM, stream=9, launch=(-20, -10)),
+    ]
+    return Scenario(
+        kernels=kernels,
+        api_calls=calls,
+        nvtx=[NvtxRange(-200, 1_300, "step 1")],
+        cuda_events=cuda_events,
+    )
+
+
+@pytest.mark.parametrize("version", ["2023.2", "2026.2", "2022.2"])
+def test_a_stream_wait_follows_the_event_s_record_where_the_export_has_it(
+    tmp_path: Path, version: str
+) -> None:
+    """stream_wait_scenario, window [0, 1250). Stream 9's GEMM waited for event 1, recorded on
+    stream 7 after its GEMM: GEMM 100 <- waiting [1000, 1150) 150 <- the GEMM [0, 1000):
+    compute 1100, GPU waiting 150. Without the event's record (CUDA_EVENT) the wait is
+    inferred from the timing: the activity of another stream that ended last before it
+    started, stream 8's copy kernel [0, 1100): compute 1200, GPU waiting 50."""
+    linked, inferred = (
+        write_trace(stream_wait_scenario(e), tmp_path / f"{e}.sqlite", version)
+        for e in (True, False)
+    )
+    for path, expected, kernel in (
+        (linked, {"compute": 1_100, "gpu_wait": 150}, GEMM),
+        (inferred, {"compute": 1_200, "gpu_wait": 50}, COPY),
+    ):
+        report = build_report(open_trace(path), path)
+        assert causes(report) == expected
+        cp = report.critical_path
+        assert cp is not None
+        assert {i.what for i in cp.items if i.cause == "compute"} == {kernel, LONG_GEMM}
+
+
+def test_a_copy_that_starts_after_its_cudamemcpy_returned_was_not_waited_for(
+    tmp_path: Path,
+) -> None:
+    """A GEMM [0, 1000) launched at (-20, -10); the thread then calls cudaMemcpy [1010, 1020),
+    which only queues its small copy: it runs [1050, 1100). Window [0, 1100). Path: the copy
+    50 <- launch latency [1020, 1050) 30 <- the call 10, which waited for nothing (its copy had
+    not started, the GEMM had ended before it began) <- host [-10, 1010), cut at 0: copy 50,
+    launch latency 30, CUDA API 10, host 1010. (Taking the copy as what the call waited for
+    made the call and its copy each other's predecessor at the same instant.)"""
+    scenario = Scenario(
+        kernels=[Kernel(0, 1_000, GEMM, launch=(-20, -10))],
+        memcpys=[Memcpy(1_050, 1_100, launch=(1_010, 1_020), api="cudaMemcpy_v3020")],
+        nvtx=[NvtxRange(-100, 1_200, "step 1")],
+    )
+    report = report_of(tmp_path, scenario)
+    assert causes(report) == {"copy": 50, "launch_latency": 30, "cuda_api": 10, "host": 1_010}

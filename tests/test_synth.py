@@ -61,9 +61,14 @@ NVJET = "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_bias_TNN"
 # Exports of nsys 2020-2021: their sqlite_master, one line per table, kept in the project
 # (tests/nsys_ddl/, each file naming its source) and read back through SQLite itself.
 OLD_DDL = Path(__file__).parent / "nsys_ddl"
-DDL_FILES.update({v: f"nsys_{v}.sql" for v in ("2021.2", "2020.5", "2020.3")})
+DDL_FILES.update({v: f"nsys_{v}.sql" for v in ("2023.2", "2021.2", "2020.5", "2020.3")})
 # No export of those years holds NVTX: the writer uses 2022.2's columns (docs/export-format.md).
 DDL_FALLBACK.update({(v, "NVTX_EVENTS"): "2022.2" for v in ("2021.2", "2020.5", "2020.3")})
+# The 2023.2 export (one, lazy) holds neither memsets nor NVTX: 2022.2's columns.
+DDL_FALLBACK[("2023.2", "CUPTI_ACTIVITY_KIND_MEMSET")] = "2022.2"
+DDL_FALLBACK[("2023.2", "NVTX_EVENTS")] = "2022.2"
+# No 2024.5 export here recorded an event: the User Guide's columns, 2.9.1's.
+DDL_FALLBACK[("2024.5", "CUPTI_ACTIVITY_KIND_CUDA_EVENT")] = "2022.2"
 # No 2020.3 export here holds memsets: 2020.5's columns.
 DDL_FALLBACK[("2020.3", "CUPTI_ACTIVITY_KIND_MEMSET")] = "2020.5"
 
@@ -143,7 +148,7 @@ def test_no_runtime_module_imports_the_generators() -> None:
 
 
 def test_an_unknown_version_is_rejected_by_name(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"'2023\.1'.*2026\.2, 2024\.5, 2022\.2"):
+    with pytest.raises(ValueError, match=r"'2023\.1'.*2026\.2, 2024\.5, 2023\.2, 2022\.2"):
         write_trace(Scenario(), tmp_path / "t.sqlite", version="2023.1")
     assert not list(tmp_path.iterdir())
 
@@ -232,6 +237,7 @@ def test_an_empty_scenario_still_writes_the_export_skeleton(
     [
         ("2026.2", "META_DATA_EXPORT", "2026.2.1.210", "3.25.0"),
         ("2024.5", "META_DATA_EXPORT", "2024.5.1.113", "3.13.2"),
+        ("2023.2", "EXPORT_META_DATA", "2023.2.3.0", "3.1.7"),
         ("2022.2", "EXPORT_META_DATA", "2022.2.1.31", "2.9.1"),
     ],
 )
@@ -290,6 +296,35 @@ def test_gpu_timeline_tables_have_the_real_column_order(
     source = version if table in real_ddl(version) else DDL_FALLBACK[(version, table)]
     expected = [c[0] for c in real_ddl(source)[table] if c[0] != USER_ADDED.get(table)]
     assert [c[0] for c in table_columns(con, table)] == expected
+
+
+@pytest.mark.parametrize("version", ["2026.2", "2024.5", "2023.2", "2022.2"])
+def test_event_records_and_synchronisations_have_the_real_columns_and_sync_types(
+    trace: Callable[..., sqlite3.Connection], version: str
+) -> None:
+    """A record of event 3 on stream 8 and a cudaEventSynchronize on it: a CUDA_EVENT row with
+    the record call's correlation id and a SYNCHRONIZATION row with the wait's, its syncType as
+    the release writes it (2023.2: 2; the enum table's 1 elsewhere), the stream it names none
+    of 0xFFFFFFFF; the columns of each release's real DDL."""
+    calls = [
+        ApiCall(10, 20, "cudaEventRecord_v3020", event=3, stream=8),
+        ApiCall(30, 40, "cudaEventSynchronize_v3020", event=3),
+    ]
+    con = trace(Scenario(kernels=[Kernel(5, 15, NVJET, stream=8)], api_calls=calls), version)
+    dumps = {v: real_ddl(v) for v in DDL_FILES}
+    for table in ("CUPTI_ACTIVITY_KIND_CUDA_EVENT", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"):
+        source = version if table in dumps[version] else DDL_FALLBACK[(version, table)]
+        assert table_columns(con, table) == dumps[source][table], table
+    assert con.execute(
+        "SELECT streamId, eventId, r.start FROM CUPTI_ACTIVITY_KIND_CUDA_EVENT"
+        " JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r USING (correlationId)"
+    ).fetchall() == [(8, 3, 10)]
+    assert con.execute(
+        "SELECT streamId, eventId, syncType, r.start FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"
+        " JOIN CUPTI_ACTIVITY_KIND_RUNTIME AS r USING (correlationId)"
+    ).fetchall() == [(4294967295, 3, 2 if version == "2023.2" else 1, 30)]
+    without = trace(Scenario(api_calls=calls, cuda_events=False), version)
+    assert "CUPTI_ACTIVITY_KIND_CUDA_EVENT" not in table_names(without)
 
 
 def test_2026_kernel_columns_equal_those_of_a_real_2026_export(

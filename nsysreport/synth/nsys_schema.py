@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 
@@ -29,6 +29,9 @@ class VersionProfile:
     tables: Mapping[str, tuple[Column, ...]]
     export_keys: tuple[str, ...]
     event_types: tuple[str, ...]
+    # SYNCHRONIZATION.syncType by API name (without its _vNNNN suffix) where a real export of
+    # this release was seen to write another value than SYNC_TYPES (docs/export-format.md).
+    sync_types: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def meta_table(self) -> str:
@@ -147,6 +150,39 @@ TARGET_INFO_GPU_METRICS = _columns(
     "typeId INTEGER NOT NULL, sourceId INTEGER NOT NULL, typeName TEXT NOT NULL,"
     "metricId INTEGER NOT NULL, metricName TEXT NOT NULL"
 )
+# Host synchronisation and CUDA events, as 2026.2 writes them (NSYS_SCHEMA.md); older
+# releases lack deprecatedSyncType, eventSyncId, timestamp and greenContextId.
+SYNCHRONIZATION = _columns(
+    "start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
+    "contextId INTEGER NOT NULL, greenContextId INTEGER, streamId INTEGER NOT NULL,"
+    "correlationId INTEGER, globalPid INTEGER, deprecatedSyncType INTEGER,"
+    "syncType INTEGER NOT NULL, eventId INTEGER NOT NULL, eventSyncId INTEGER"
+)
+CUDA_EVENT = _columns(
+    "timestamp INTEGER, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,"
+    "greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER,"
+    "globalPid INTEGER, eventId INTEGER NOT NULL, eventSyncId INTEGER"
+)
+_SYNCHRONIZATION_3_13 = _without(SYNCHRONIZATION, "deprecatedSyncType", "eventSyncId")
+_SYNCHRONIZATION_2_9 = _without(_SYNCHRONIZATION_3_13, "greenContextId")
+_CUDA_EVENT_2_9 = _without(CUDA_EVENT, "timestamp", "greenContextId", "eventSyncId")
+# ENUM_CUPTI_SYNC_TYPE as every export's enum table lists it: 1 event synchronise, 2 stream
+# wait event, 3 stream synchronise, 4 context synchronise. The writer's default per call;
+# releases write other values (VersionProfile.sync_types), which is why readers key on the
+# call's name instead.
+SYNC_TYPES = MappingProxyType(
+    {
+        "cudaEventSynchronize": 1,
+        "cuEventSynchronize": 1,
+        "cudaEventQuery": 1,
+        "cudaStreamWaitEvent": 2,
+        "cuStreamWaitEvent": 2,
+        "cudaStreamSynchronize": 3,
+        "cuStreamSynchronize": 3,
+        "cudaDeviceSynchronize": 4,
+        "cuCtxSynchronize": 4,
+    }
+)
 _CUDA_DEVICE = _columns(
     "gpuId INTEGER, cudaId INTEGER NOT NULL, pid INTEGER NOT NULL, uuid TEXT,"
     "numMultiprocessors INTEGER"
@@ -233,6 +269,17 @@ _EXPORT_KEYS_2026 = tuple(
     "EXPORT_PARAM_INCLUDE_JSON EXPORT_PARAM_INCLUDE_BLOBS EXPORT_PARAM_TIME_NORMALIZE "
     "EXPORT_PARAM_TIME_SHIFT EXPORT_PARAM_TABLES_TO_EXPORT EXPORT_PARAM_TIMES_TO_EXPORT "
     "EXPORT_CONFIG_TIME_SHIFT EXPORT_TIME".split()
+)
+# 2023.2 (schema 3.1.7) still names the table EXPORT_META_DATA and spells OUTPUT as OUTUPT,
+# with 3.x's EXPORT_PARAM_ prefix (wenscarl/cutlass_benchmark @ 8f17c66, report1.sqlite).
+_EXPORT_KEYS_2023 = tuple(
+    "EXPORT_PRODUCT_NAME EXPORT_PRODUCT_VERSION EXPORT_PRODUCT_DATE EXPORT_SCHEMA_VERSION "  # noqa: SIM905
+    "EXPORT_SCHEMA_VERSION_MAJOR EXPORT_SCHEMA_VERSION_MINOR EXPORT_SCHEMA_VERSION_MICRO "
+    "EXPORT_SCHEMA_VERSION_CKSUM EXPORT_PLATFORM EXPORT_ARCH EXPORT_TIME EXPORT_TIME_UTC "
+    "EXPORT_TIME_LOCAL EXPORT_HOST EXPORT_USER EXPORT_PARAM_INPUT_FILE EXPORT_PARAM_OUTUPT_FILE "
+    "EXPORT_PARAM_INPUT_PATH EXPORT_PARAM_OUTUPT_PATH EXPORT_PARAM_INPUT_PATH_ABS "
+    "EXPORT_PARAM_OUTUPT_PATH_ABS EXPORT_PARAM_OVERWRITE EXPORT_PARAM_LAZY "
+    "EXPORT_PARAM_TIME_NORMALIZE EXPORT_PARAM_TIME_SHIFT EXPORT_CONFIG_TIME_SHIFT".split()
 )
 # 2.x spelled OUTPUT as OUTUPT. Its checksum is not known, so that row is left out.
 _EXPORT_KEYS_2022 = tuple(
@@ -349,6 +396,8 @@ VERSIONS: dict[str, VersionProfile] = {
                 "TARGET_INFO_SYSTEM_ENV": _SYSTEM_ENV,
                 "TARGET_INFO_SESSION_START_TIME": SESSION_START,
                 "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
+                "CUPTI_ACTIVITY_KIND_CUDA_EVENT": CUDA_EVENT,
+                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": SYNCHRONIZATION,
                 "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
                 "CUPTI_ACTIVITY_KIND_MEMCPY": MEMCPY,
                 "CUPTI_ACTIVITY_KIND_KERNEL": KERNEL,
@@ -389,9 +438,12 @@ VERSIONS: dict[str, VersionProfile] = {
                 "TARGET_INFO_SESSION_START_TIME": SESSION_START[:3],
                 "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
                 "PROCESSES": _PROCESSES,
+                # Not in the real export (no event was recorded): placed as in 2023.2.
+                "CUPTI_ACTIVITY_KIND_CUDA_EVENT": _CUDA_EVENT_2_9,
                 "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
                 "CUDA_GRAPH_NODE_EVENTS": GRAPH_NODE_EVENTS,
                 "CUPTI_ACTIVITY_KIND_KERNEL": _KERNEL_3_13,
+                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": _SYNCHRONIZATION_3_13,
                 "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": GRAPH_TRACE,
                 "CUPTI_ACTIVITY_KIND_MEMCPY": _MEMCPY_3_13,
                 "CUPTI_ACTIVITY_KIND_MEMSET": MEMSET,
@@ -412,6 +464,42 @@ VERSIONS: dict[str, VersionProfile] = {
         ),
         export_keys=_EXPORT_KEYS_2024,
         event_types=_EVENT_TYPES_2024,
+        sync_types=MappingProxyType({"cudaDeviceSynchronize": 1}),
+    ),
+    "2023.2": VersionProfile(
+        nsys_version="2023.2.3.0",
+        schema_version="3.1.7",
+        schema_cksum="2070890140 131535",
+        capture_utc="2024-01-16T23:00:34",
+        green_context_id=None,
+        # As in the real export (wenscarl/cutlass_benchmark @ 8f17c66, report1.sqlite), which
+        # lacks MEMSET and NVTX_EVENTS: 2022.2's columns, placed after MEMCPY and SYNCHRONIZATION.
+        tables=MappingProxyType(
+            {
+                "StringIds": _STRING_IDS,
+                "TARGET_INFO_SYSTEM_ENV": _SYSTEM_ENV,
+                "TARGET_INFO_SESSION_START_TIME": SESSION_START[:3],
+                "ANALYSIS_DETAILS": _ANALYSIS_DETAILS,
+                "PROCESSES": _PROCESSES,
+                "CUPTI_ACTIVITY_KIND_CUDA_EVENT": _CUDA_EVENT_2_9,
+                "PROFILER_OVERHEAD": _PROFILER_OVERHEAD_2022,
+                "OSRT_API": OSRT_API,
+                "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
+                "CUPTI_ACTIVITY_KIND_MEMCPY": _without(_MEMCPY_3_13, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_KERNEL": _without(_KERNEL_3_13, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": _SYNCHRONIZATION_2_9,
+                "NVTX_EVENTS": _OLD_NVTX,
+                "ThreadNames": _THREAD_NAMES,
+                "TARGET_INFO_GPU": GPU,
+                "ENUM_NSYS_EVENT_TYPE": _ENUM,
+                "ENUM_CUDA_MEMCPY_OPER": _ENUM,
+                "EXPORT_META_DATA": _NAME_VALUE,
+            }
+        ),
+        export_keys=_EXPORT_KEYS_2023,
+        event_types=_EVENT_TYPES_2024[:142],
+        sync_types=MappingProxyType({"cudaEventSynchronize": 2}),
     ),
     "2022.2": VersionProfile(
         nsys_version="2022.2.1.31",
@@ -434,6 +522,8 @@ VERSIONS: dict[str, VersionProfile] = {
                 "CUPTI_ACTIVITY_KIND_MEMCPY": _without(_MEMCPY_3_13, "greenContextId"),
                 "CUPTI_ACTIVITY_KIND_MEMSET": _without(MEMSET, "greenContextId"),
                 "CUPTI_ACTIVITY_KIND_KERNEL": _without(_KERNEL_3_13, "greenContextId"),
+                "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": _SYNCHRONIZATION_2_9,
+                "CUPTI_ACTIVITY_KIND_CUDA_EVENT": _CUDA_EVENT_2_9,
                 "CUPTI_ACTIVITY_KIND_RUNTIME": RUNTIME,
                 "CUDA_GRAPH_EVENTS": GRAPH_NODE_EVENTS,
                 "NVTX_EVENTS": _without(NVTX, "binaryData"),
@@ -444,6 +534,8 @@ VERSIONS: dict[str, VersionProfile] = {
         ),
         export_keys=_EXPORT_KEYS_2022,
         event_types=(),
+        # Seen in a 2022.1.3 export, whose schema (2.9.1) and columns are 2022.2's.
+        sync_types=MappingProxyType({"cudaDeviceSynchronize": 1}),
     ),
     # Table order as in the real exports (sqlite_master), NVTX_EVENTS last (see above).
     "2021.2": _old_profile(

@@ -1,4 +1,4 @@
-"""Write synthetic Nsight Systems SQLite exports (schemas 2.9.1, 3.13.2, 3.25.0) from scenarios."""
+"""Write synthetic Nsight Systems SQLite exports (schemas 2.9.1 to 3.25.0) from scenarios."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from nsysreport.synth.nsys_schema import (
+    CUDA_EVENT,
     GPU,
     GRAPH_NODE_CREATION_CLASS,
     KERNEL,
@@ -25,6 +26,8 @@ from nsysreport.synth.nsys_schema import (
     NVTX,
     RUNTIME,
     SESSION_START,
+    SYNC_TYPES,
+    SYNCHRONIZATION,
     VERSIONS,
     Column,
     VersionProfile,
@@ -124,9 +127,20 @@ class Memset:
     api: str = "cudaMemsetAsync_v3020"
 
 
+# nsys's streamId / eventId where a synchronisation names none (0xFFFFFFFF): a
+# cudaDeviceSynchronize's stream, a cudaStreamSynchronize's event.
+NONE_ID = 4294967295
+
+
 @dataclass(frozen=True, slots=True)
 class ApiCall:
-    """A CUDA runtime (class 0) or driver (class 1) call that launches no GPU work."""
+    """A CUDA runtime (class 0) or driver (class 1) call that launches no GPU work.
+
+    `event`/`stream` (on `device`) give it the row nsys writes beside it: a cudaEventRecord
+    of `event` on `stream` a CUPTI_ACTIVITY_KIND_CUDA_EVENT row (where Scenario.cuda_events);
+    a synchronisation (cudaEventSynchronize on `event`, cudaStreamSynchronize or
+    cudaStreamWaitEvent on `stream`, cudaDeviceSynchronize with `stream` NONE_ID) a
+    CUPTI_ACTIVITY_KIND_SYNCHRONIZATION row, NONE_ID for what it leaves unset."""
 
     start: int
     end: int
@@ -134,6 +148,9 @@ class ApiCall:
     pid: int = 100
     tid: int | None = None
     event_class: int = 0
+    event: int | None = None
+    stream: int | None = None
+    device: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,13 +336,16 @@ class Scenario:
     # MPI rank of each process (pid -> rank), as nsys --trace=mpi records it (MPI_RANKS; the
     # 2026.2 profile only).
     mpi_ranks: Mapping[int, int] = field(default_factory=dict)
-    diagnostics: Iterable[Diagnostic] = ()  # schema 3.x profiles only
+    diagnostics: Iterable[Diagnostic] = ()  # 2024.5 and 2026.2 profiles only
     overheads: Iterable[ProfilerOverhead] = ()  # 2022.2 and later profiles
-    os_calls: Iterable[OsCall] = ()  # 2022.2 and 2024.5 profiles
+    os_calls: Iterable[OsCall] = ()  # 2022.2, 2023.2 and 2024.5 profiles
     payload_schemas: Sequence[PayloadSchema] = ()  # 2026.2 profile only
     # The session start row then puts time 0 at this UTC epoch (ns) in every schema version;
     # None keeps each version's fixed capture time (and the committed sample traces' bytes).
     utc_at_zero_ns: int | None = None
+    # Whether event records get their CUPTI_ACTIVITY_KIND_CUDA_EVENT rows (ApiCall): the
+    # 2023.2 export here has them; the 2026.2 ones, with cudaEventRecord calls, none.
+    cuda_events: bool = True
 
 
 # Tables every export has, even when the scenario puts nothing in them.
@@ -351,6 +371,7 @@ _EVENT_TABLES = (
     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
     "CUDA_GRAPH_NODE_EVENTS",
     "CUDA_GRAPH_EVENTS",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
 )
 _BUILTIN_TYPES = {
     "void": "v",
@@ -556,6 +577,19 @@ def _write(scenario: Scenario, file: Path, profile: VersionProfile) -> None:
         rows["CUPTI_ACTIVITY_KIND_RUNTIME"] = _runtime_rows(ops, corr, strings, backtrace)
     if nvtx:
         rows["NVTX_EVENTS"] = _nvtx_rows(nvtx, strings)
+    calls = [(op, c) for op, c in zip(ops, corr, strict=True) if isinstance(op, ApiCall)]
+    records = [(op, c) for op, c in calls if op.event is not None and _is_record(op.name)]
+    waits = [
+        (op, c)
+        for op, c in calls
+        if (op.event is not None or op.stream is not None) and not _is_record(op.name)
+    ]
+    if records and scenario.cuda_events:
+        if "CUPTI_ACTIVITY_KIND_CUDA_EVENT" not in profile.tables:
+            raise ValueError(f"the nsys {profile.nsys_version} profile writes no CUDA events")
+        rows["CUPTI_ACTIVITY_KIND_CUDA_EVENT"] = _cuda_event_rows(records, profile)
+    if waits:
+        rows["CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"] = _sync_rows(waits, profile)
     if pids:
         rows["PROCESSES"] = [(GLOBAL_VID | pid << 24, pid, PROCESS_NAME) for pid in pids]
     if tids:
@@ -719,6 +753,8 @@ def _insert(
         "NVTX_EVENTS": NVTX,
         "TARGET_INFO_SESSION_START_TIME": SESSION_START,
         "TARGET_INFO_GPU": GPU,
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION": SYNCHRONIZATION,
+        "CUPTI_ACTIVITY_KIND_CUDA_EVENT": CUDA_EVENT,
     }.get(table, columns)
     if full != columns:
         # nsys 2020.5 named the GPU's id `deviceId` in TARGET_INFO_GPU.
@@ -818,6 +854,36 @@ def _runtime_rows(
             yield (start - 1, end + 1, 67, gtid, c, twin, 0, None)
         event_class = op.event_class if isinstance(op, Kernel) else 0
         yield (start, end, event_class, gtid, c, name_id, 0, None)
+
+
+def _is_record(name: str) -> bool:
+    return name.startswith(("cudaEventRecord", "cuEventRecord"))
+
+
+def _cuda_event_rows(records: list[tuple[ApiCall, int]], profile: VersionProfile) -> list[Row]:
+    """One row per event record: its stream, event and the record call's correlation id (no
+    device-side timestamp: 0, "not collected")."""
+    green = profile.green_context_id
+    return [
+        (0, r.device, 1, green, NONE_ID if r.stream is None else r.stream, c,
+         GLOBAL_VID | r.pid << 24, r.event, None)
+        for r, c in records
+    ]  # fmt: skip
+
+
+def _sync_rows(waits: list[tuple[ApiCall, int]], profile: VersionProfile) -> list[Row]:
+    """One row per synchronising call, its syncType as this release writes it for the call."""
+    green = profile.green_context_id
+    rows = []
+    for w, c in waits:
+        name = re.sub(r"_v\d+$", "", w.name)
+        sync_type = profile.sync_types.get(name, SYNC_TYPES.get(name, 0))
+        rows.append(
+            (w.start, w.end, w.device, 1, green, NONE_ID if w.stream is None else w.stream, c,
+             GLOBAL_VID | w.pid << 24, None, sync_type, NONE_ID if w.event is None else w.event,
+             None)
+        )  # fmt: skip
+    return rows
 
 
 def _nvtx_rows(ranges: list[NvtxRange], strings: dict[str, int]) -> Iterator[Row]:
@@ -963,7 +1029,11 @@ def _export_values(profile: VersionProfile, scenario: Scenario) -> dict[str, str
         "EXPORT_CONFIG_TIME_SHIFT": "0",
         "EXPORT_TIME": "0.01 sec",
     }
-    for prefix, infix in (("EXPORT_PARAM_", "OUTPUT"), ("EXPORT_", "OUTUPT")):
+    for prefix, infix in (
+        ("EXPORT_PARAM_", "OUTPUT"),
+        ("EXPORT_", "OUTUPT"),
+        ("EXPORT_PARAM_", "OUTUPT"),  # nsys 2023.2
+    ):
         known |= {
             f"{prefix}INPUT_FILE": rep,
             f"{prefix}{infix}_FILE": out,

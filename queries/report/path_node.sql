@@ -6,19 +6,27 @@
 -- predecessors, each ready at an instant; the one ready last is `pred`, its instant `ready_ns`
 -- (ties: the order listed):
 --   GPU activity  stream  the activity before it on its stream (stream order), at its end;
---                 event   the activity of another stream of its GPU that ended last before it
---                         started, when that is after both other candidates: a cross-stream
---                         wait (cudaStreamWaitEvent), inferred from the timing: nsys records
---                         the wait (SYNCHRONIZATION, syncType 2) but the stream an event was
---                         recorded on only under --cuda-event-trace (CUPTI_ACTIVITY_KIND_
---                         CUDA_EVENT), empty in every real export here (docs/export-format.md);
+--                 event   a cross-stream wait (cudaStreamWaitEvent), when that is after both
+--                         other candidates: where the export links the wait to its event's
+--                         record (stream_wait), the last activity submitted to the record's
+--                         stream before the record, for the first activity submitted to the
+--                         waiting stream after the wait; else, inferred from the timing, the
+--                         activity of another stream of its GPU that ended last before it
+--                         started (docs/export-format.md "Synchronisation and events");
 --                 launch  the API call with its correlation id (a CUDA graph's replayed kernels
 --                         share their cudaGraphLaunch's), at the call's end, or at the
 --                         activity's start when it started before the call returned.
 --   API call      sync    for a call that waits for the GPU (sync_call) and returned after it
---                         began: the GPU activity of its process that ended last before it
---                         returned;
+--                         began: of the GPU work it waited for (sync_wait), the activity that
+--                         ended last: a synchronous copy's own copy, if it started before
+--                         the call returned (at its end, or at the call's end if earlier),
+--                         else, on each stream it waited on, the last
+--                         activity submitted (its launch begun) before the call, or before
+--                         the event's record, that ended by its return;
 --                 thread  the call before it on its thread, at its end.
+-- A synchronous copy's call and its copy are each other's candidates (launch, sync): the walk
+-- (nsysreport.critical_path) takes a call it reaches before it returned, from an activity it
+-- launched, by its thread edge.
 -- `node` numbers the rows 0.. in order of start; `pred` is NULL for a node with no
 -- predecessor in the trace. Only the nodes that may lie on a path through the window
 -- [$start_ns, $end_ns] are read: those that start before its end and end after a margin of one
@@ -31,7 +39,8 @@
 -- node of the instance's last arrival among this trace's GPUs (the latest start), where the
 -- path crosses to the rank the others waited for.
 --
--- Reads: activity, activity_range, collective, kernel, launch, memcpy, nvtx_range, sync_call
+-- Reads: activity, activity_range, collective, kernel, launch, memcpy, nvtx_range, stream_wait,
+--   sync_call, sync_wait
 --
 -- Params:
 --   $start_ns   BIGINT   0                      window start (trace time)
@@ -178,12 +187,40 @@ launched AS (
     -- A correlation id may repeat within a process (a driver call under a runtime call):
     -- the activity follows the call that started last.
     SELECT g.node, arg_max(c.node, (c.start_ns, c.node)) AS launch_node,
-        arg_max(least(c.end_ns, g.start_ns), (c.start_ns, c.node)) AS launch_ready
+        arg_max(least(c.end_ns, g.start_ns), (c.start_ns, c.node)) AS launch_ready,
+        max(c.start_ns) AS submit_ns
     FROM nodes AS g
     JOIN nodes AS c
         ON c.kind = 'api' AND c.global_pid = g.global_pid AND c.correlation_id = g.correlation_id
     WHERE g.kind = 'gpu'
     GROUP BY g.node
+),
+gpu_seq AS (
+    -- Each GPU activity's place on its stream and when it was submitted: its launch call's
+    -- start; an activity whose call is not read was submitted before any that is (a stream
+    -- runs its work in the order submitted, so both orders agree).
+    SELECT n.node, n.global_pid, n.stream_id, n.end_ns,
+        coalesce(la.submit_ns, -9223372036854775808) AS submit_ns,
+        row_number() OVER (
+            PARTITION BY n.global_pid, n.stream_id ORDER BY n.start_ns, n.end_ns, n.node
+        ) AS seq
+    FROM nodes AS n
+    LEFT JOIN launched AS la ON la.node = n.node
+    WHERE n.kind = 'gpu'
+),
+linked_wait AS (
+    -- Waits whose wait call started after the margin's start: the first activity submitted
+    -- to the waiting stream after it is a node, as is the one it waits for, if read at all.
+    SELECT a.node, arg_max(b.node, (b.end_ns, b.node)) AS event_node,
+        max(b.end_ns) AS event_ready
+    FROM stream_wait AS w
+    ASOF JOIN gpu_seq AS a
+        ON a.global_pid = w.global_pid AND a.stream_id = w.stream_id AND w.wait_ns < a.submit_ns
+    ASOF JOIN gpu_seq AS b
+        ON b.global_pid = w.global_pid AND b.stream_id = w.record_stream_id
+        AND w.record_ns > b.submit_ns
+    WHERE w.wait_ns >= (SELECT lo FROM bounds) AND b.node <> a.node
+    GROUP BY a.node
 ),
 gpu_ends AS (
     -- One sweep per GPU over activity ends and starts: at each start, the activity that ended
@@ -207,36 +244,66 @@ cross_stream AS (
     JOIN nodes AS o ON o.node = s.ended_node
     WHERE s.is_start AND o.stream_id IS DISTINCT FROM s.stream_id
 ),
-process_ends AS (
-    -- Likewise per process over GPU activity ends and the returns of calls that wait for
-    -- the GPU: at each return, the activity that ended last at or before it.
-    SELECT node, kind, t, waits_start,
-        last_value(CASE WHEN kind = 'gpu' THEN node END IGNORE NULLS) OVER w AS ended_node,
-        last_value(CASE WHEN kind = 'gpu' THEN t END IGNORE NULLS) OVER w AS ended_ns
-    FROM (
-        SELECT node, kind, global_pid, end_ns AS t, NULL::BIGINT AS waits_start
-        FROM nodes WHERE kind = 'gpu'
-        UNION ALL
-        SELECT node, kind, global_pid, end_ns, start_ns FROM nodes WHERE waits
-    )
-    WINDOW w AS (
-        PARTITION BY global_pid ORDER BY t, kind DESC, node ROWS UNBOUNDED PRECEDING
-    )
+own_copy AS (
+    -- A synchronous copy returned once its own copy was done (one that ended after the call
+    -- returned: at the return). A copy that started after the call returned was not waited
+    -- for (a small pinned copy: the call only queued it).
+    SELECT c.node, arg_max(g.node, (g.end_ns, g.node)) AS ended_node,
+        max(least(g.end_ns, c.end_ns)) AS ended_ns
+    FROM nodes AS c
+    JOIN sync_wait AS w ON c.kind = 'api' AND w.launch_id = c.activity_id AND w.own
+    JOIN nodes AS g
+        ON g.kind = 'gpu' AND g.global_pid = c.global_pid AND g.correlation_id = c.correlation_id
+    WHERE g.start_ns < c.end_ns
+    GROUP BY c.node
+),
+waiting AS (
+    -- Each waiting call against each stream it may have waited on.
+    SELECT c.node, c.start_ns, c.end_ns, w.submitted_ns, k.global_pid, k.stream_id
+    FROM nodes AS c
+    JOIN sync_wait AS w ON c.kind = 'api' AND w.launch_id = c.activity_id
+    JOIN (SELECT DISTINCT global_pid, stream_id FROM gpu_seq) AS k
+        ON k.global_pid = w.global_pid AND k.stream_id = coalesce(w.stream_id, k.stream_id)
+),
+waited AS (
+    -- On each stream, the last activity both submitted before the instant and ended by the
+    -- call's return: the earlier of the two ASOF matches.
+    SELECT w.node, w.start_ns, w.global_pid, w.stream_id, least(s.seq, e.seq) AS seq
+    FROM waiting AS w
+    ASOF JOIN gpu_seq AS s
+        ON s.global_pid = w.global_pid AND s.stream_id = w.stream_id
+        AND w.submitted_ns > s.submit_ns
+    ASOF JOIN gpu_seq AS e
+        ON e.global_pid = w.global_pid AND e.stream_id = w.stream_id AND w.end_ns >= e.end_ns
+),
+scoped AS (
+    SELECT w.node, arg_max(g.node, (g.end_ns, g.node)) AS ended_node, max(g.end_ns) AS ended_ns
+    FROM waited AS w
+    JOIN gpu_seq AS g
+        ON g.global_pid = w.global_pid AND g.stream_id = w.stream_id AND g.seq = w.seq
+    GROUP BY w.node
 ),
 synced AS (
-    SELECT node, ended_node, ended_ns
-    FROM process_ends
-    WHERE kind = 'api' AND ended_ns > waits_start
+    -- A call that returned no later than the work it waited for ended did not wait.
+    SELECT n.node,
+        CASE WHEN o.node IS NOT NULL THEN o.ended_node ELSE s.ended_node END AS ended_node,
+        CASE WHEN o.node IS NOT NULL THEN o.ended_ns ELSE s.ended_ns END AS ended_ns
+    FROM nodes AS n
+    LEFT JOIN own_copy AS o ON o.node = n.node
+    LEFT JOIN scoped AS s ON s.node = n.node
+    WHERE n.waits AND coalesce(o.ended_ns, s.ended_ns) > n.start_ns
 ),
 candidates AS (
     SELECT n.node, n.kind, sp.prev_node AS stream_node, sp.prev_end AS stream_ready,
-        cs.ended_node AS event_node, cs.ended_ns AS event_ready,
+        CASE WHEN lw.node IS NOT NULL THEN lw.event_node ELSE cs.ended_node END AS event_node,
+        CASE WHEN lw.node IS NOT NULL THEN lw.event_ready ELSE cs.ended_ns END AS event_ready,
         la.launch_node, la.launch_ready,
         sy.ended_node AS sync_node, sy.ended_ns AS sync_ready,
         tp.prev_node AS thread_node, tp.prev_end AS thread_ready
     FROM nodes AS n
     LEFT JOIN stream_prev AS sp ON sp.node = n.node
     LEFT JOIN cross_stream AS cs ON cs.node = n.node
+    LEFT JOIN linked_wait AS lw ON lw.node = n.node
     LEFT JOIN launched AS la ON la.node = n.node
     LEFT JOIN synced AS sy ON sy.node = n.node
     LEFT JOIN thread_prev AS tp ON tp.node = n.node
