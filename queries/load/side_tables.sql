@@ -30,8 +30,12 @@
 -- row_id the event's place in its source (event_index, NVTX_EVENTS' file_row). A kernel
 -- belongs to the innermost op_call on the thread that launched it, around its launch.
 --
+-- python_call: the Python frames a PyTorch profiler trace recorded (with_stack=True: Kineto's
+-- `python_function` events) that last at least 100 µs (kineto_python), as "file(line):
+-- function" names; what an idle gap's host cause can name (gap_top). Empty for nsys exports.
+--
 -- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world,
---   nccl_payload, op_call
+--   nccl_payload, op_call, python_call
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE load_kept (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
@@ -47,4 +51,7 @@ CREATE TABLE nccl_payload (
 CREATE TABLE op_call (
     row_id BIGINT, globalTid BIGINT, "start" BIGINT, "end" BIGINT, name VARCHAR, dims VARCHAR,
     types VARCHAR, concrete VARCHAR, source VARCHAR
+);
+CREATE TABLE python_call (
+    row_id BIGINT, globalTid BIGINT, "start" BIGINT, "end" BIGINT, name VARCHAR
 );
