@@ -20,7 +20,9 @@ from typing import Any
 
 import duckdb
 import pytest
+from typer.testing import CliRunner
 
+from nsysreport.cli import app
 from nsysreport.load import open_trace
 from nsysreport.model import Report, as_json
 from nsysreport.patterns import DATA_LOADER_PATTERN, Patterns
@@ -258,3 +260,20 @@ def test_the_data_loader_signature(name: str, loading: bool) -> None:
     ranged = name.startswith("enumerate")
     kept = con.execute("SELECT regexp_matches($n, $p)", {"n": name, "p": Patterns().role_pattern()})
     assert kept.fetchone() == (loading and ranged,)
+
+
+def test_another_stage_prints_the_sentence_on_its_own_line(tmp_path: Path) -> None:
+    """17 kernels of 1,000 ns back to back, a 3,000 ns gap after the 14th: span 20,000 ns,
+    compute 85% (compute-bound), idle 15% (over 10%), all of it in one long gap; nothing traced
+    on the host. The verdict is compute's; the terminal adds an Idle: line."""
+    kernels = [Kernel(1_000 * i + 3_000 * (i >= 14), 1_000 * i + 3_000 * (i >= 14) + 1_000,
+                      "gemm") for i in range(17)]  # fmt: skip
+    path = write_trace(Scenario(kernels=kernels), tmp_path / "compute.sqlite")
+    result = CliRunner().invoke(app, ["report", str(path), "-o", str(tmp_path / "r.html")])
+    assert result.exit_code == 0, result.output
+    assert "Verdict: Compute-bound: kernels keep the GPU busy 85.0% of the time" in result.output
+    assert (
+        "Idle: Idle time is concentrated: 1 gap holds 3 µs (100.0% of idle time); the trace "
+        "does not say what the host was doing in it (nsys profile --trace=cuda,nvtx,osrt "
+        "records NVTX ranges and OS runtime calls)."
+    ) in result.output
