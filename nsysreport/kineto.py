@@ -55,6 +55,7 @@ STEPS = (
     "kineto_memset",
     "kineto_runtime",
     "kineto_annotation",
+    "kineto_python",
     "kineto_nccl_range",
     "kineto_comm_group",
     "kineto_string_ids",

@@ -144,7 +144,7 @@ class Report:
     @property
     def launch_summary(self) -> str | None:
         """How the host fed the GPUs, in a sentence (sections.launches)."""
-        return launch_sentence(self.launches)
+        return launch_sentence(self.launches, self.bottleneck.idle_gaps)
 
     @property
     def median_step_ns(self) -> float | None:

@@ -46,6 +46,17 @@ NCCL_COLLECTIVE_PATTERN = (
     r"^nccl(AllReduce|AllGather|ReduceScatter|Broadcast|Bcast|Reduce|Send|Recv|AllToAll|AlltoAll)"
 )
 
+# A PyTorch DataLoader fetching the next batch: the record_function range its iterator opens in
+# __next__ (`enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`, or the
+# multiprocessing iterator's), a Kineto user annotation or, under emit_nvtx, an NVTX range
+# (`..., op_id = 12` after the name: getNvtxStr); or the Python frame of that method
+# (`torch/utils/data/dataloader.py(733): __next__`, with_stack). docs/export-format.md.
+# `\s`, not a space: gap_top.sql states it as its parameter's default, one word.
+DATA_LOADER_RANGE_PATTERN = r"^enumerate\(DataLoader\)#\w+\.__next__(,|$)"
+DATA_LOADER_PATTERN = (
+    DATA_LOADER_RANGE_PATTERN + r"|(^|/)torch/utils/data/dataloader\.py\(\d+\):\s__next__$"
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Patterns:
@@ -66,9 +77,16 @@ class Patterns:
         }
 
     def role_pattern(self) -> str:
-        """One expression any NVTX range playing a role matches (step, layer, collective): the
-        loader keeps only those ranges' rows, since no analysis reads the others."""
-        roles = (self.step, self.layer, TORCH_COLLECTIVE_PATTERN, NCCL_COLLECTIVE_PATTERN)
+        """One expression any NVTX range playing a role matches (step, layer, collective, a
+        DataLoader fetching a batch: what an idle gap's host cause names): the loader keeps only
+        those ranges' rows, since no analysis reads the others."""
+        roles = (
+            self.step,
+            self.layer,
+            TORCH_COLLECTIVE_PATTERN,
+            NCCL_COLLECTIVE_PATTERN,
+            DATA_LOADER_RANGE_PATTERN,  # the frame's form is never a range, and costs a scan
+        )
         return "|".join(f"(?:{p})" for p in roles)
 
 

@@ -280,6 +280,7 @@ def build(
         rows("gap_top", "start_ns"),
         rows("graph_layer_gap"),
         labels,
+        top,
     )
     steps, step_stats = build_steps(rows("step_breakdown", "start_ns", "end_ns"), rank)
     layers, layers_across = build_layers(rows("layer_summary"), rank)

@@ -109,6 +109,9 @@ def print_summary(report: Report, written: Sequence[Path]) -> None:
             )
     # Paths and the verdict are never wrapped: scripts grep them and terminals wrap anyway.
     console.print(f"[bold]Verdict:[/] {report.bottleneck.summary}", soft_wrap=True)
+    idle = report.bottleneck.idle_gaps
+    if idle is not None and idle.summary and report.bottleneck.stage != "host":
+        console.print(f"[bold]Idle:[/] {idle.summary}", soft_wrap=True)  # in the verdict if host
     narrow = report.narrowest_stage
     if narrow is not None:
         console.print(f"[bold]Data path:[/] {narrow.summary}", soft_wrap=True)

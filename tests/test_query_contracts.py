@@ -103,6 +103,7 @@ RAW = {
     "job_world",
     "nccl_payload",
     "op_call",
+    "python_call",
 }
 OPTIONS = {"kernel_class_rule", "comm_bytes_option"}  # queries.create_views fills them
 # What the loaders' steps create or fill: the raw and option tables, and the Kineto loader's

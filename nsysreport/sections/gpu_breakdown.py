@@ -7,12 +7,17 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from nsysreport.patterns import DATA_LOADER_PATTERN
 from nsysreport.queries import run_query
 from nsysreport.units import pct
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
+
+# A gap is long when it holds at least this share of its GPU's idle time (so a GPU has at most
+# 20); docs/metrics.md, Idle concentration.
+LONG_GAP_PCT = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +32,10 @@ class Gap:
     sync_call: str | None
     host_range: str | None = None  # the NVTX range the launching thread was in at the launch
     os_call: str | None = None  # the OS runtime call the launching thread was in during the gap
+    # What the launching thread was doing during the gap (gap_top.sql): the innermost host event
+    # covering half of it, and its kind (data_loading, python, os, nvtx, sync); None: unknown.
+    host_cause: str | None = None
+    cause_kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,9 @@ class GapStats:
     histogram: dict[str, int]  # bucket label -> gap count, buckets in length order
     histogram_ns: dict[str, int]  # bucket label -> total gap length
     top: tuple[Gap, ...]
+    # Every long gap (each at least LONG_GAP_PCT of the GPU's idle time), longest first,
+    # whatever --top: what idle concentration is judged on (verdict.idle_gaps).
+    long: tuple[Gap, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +151,10 @@ def build_gpus(
     gap_top: Iterable[dict[str, Any]],
     graph_layer_gap: Iterable[dict[str, Any]],
     labels: Mapping[GpuKey, GpuLabel],
+    top: int = 10,
 ) -> tuple[GpuReport, ...]:
     """Every GPU's row from the rows (each with its `file`) of gpu_breakdown, gap_summary,
-    gap_histogram, gap_top and graph_layer_gap."""
+    gap_histogram, gap_top (run with `top`) and graph_layer_gap."""
     summaries = {gpu_key(r): r for r in gap_summary}
     histograms = group_by_gpu(gap_histogram)
     tops = group_by_gpu(gap_top)
@@ -151,7 +164,11 @@ def build_gpus(
         key = gpu_key(row)
         rank, host, gpu_name = labels[key]
         gaps = _gap_stats(
-            summaries.get(key), histograms.get(key, []), tops.get(key, []), row["first_start_ns"]
+            summaries.get(key),
+            histograms.get(key, []),
+            tops.get(key, []),
+            row["first_start_ns"],
+            top,
         )
         fields = {k: v for k, v in row.items() if k not in ("first_start_ns", "last_end_ns")}
         gpus.append(
@@ -185,7 +202,7 @@ def with_top_gaps(
             g,
             gaps=replace(
                 g.gaps,
-                top=_gaps(tops.get(gpu_key(g), []), first[(g.pid, g.device_id)]),
+                top=_gaps(_ranked(tops.get(gpu_key(g), []), top), first[(g.pid, g.device_id)]),
             ),
         )
         for g in gpus
@@ -193,8 +210,14 @@ def with_top_gaps(
 
 
 def gap_top_rows(con: duckdb.DuckDBPyConnection, top: int) -> pl.DataFrame:
-    """The `top` longest gaps of each GPU, as gap_top.sql gives them."""
-    return run_query(con, "gap_top", {"top": top})
+    """The `top` longest gaps of each GPU and its long ones, as gap_top.sql gives them."""
+    params = {"top": top, "long_pct": LONG_GAP_PCT, "data_loader": DATA_LOADER_PATTERN}
+    return run_query(con, "gap_top", params)
+
+
+def _ranked(rows: list[dict[str, Any]], top: int) -> list[dict[str, Any]]:
+    """The rows of the `top` longest gaps (gap_top.sql also gives long gaps beyond them)."""
+    return [r for r in rows if r["gap_rank"] <= top]
 
 
 def gpu_key(row: Mapping[str, Any] | Any) -> GpuKey:
@@ -214,8 +237,9 @@ def group_by_gpu(rows: Iterable[dict[str, Any]]) -> dict[GpuKey, list[dict[str, 
 def _gap_stats(
     summary: Mapping[str, Any] | None,
     histogram: list[dict[str, Any]],
-    top: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
     first_start_ns: int,
+    top: int,
 ) -> GapStats:
     summary = summary or {"gap_count": 0, "p50_ns": None, "p99_ns": None, "max_ns": None}
     return GapStats(
@@ -225,7 +249,8 @@ def _gap_stats(
         max_ns=summary["max_ns"],
         histogram={h["bucket"]: h["gap_count"] for h in histogram},
         histogram_ns={h["bucket"]: h["gap_ns"] for h in histogram},
-        top=_gaps(top, first_start_ns),
+        top=_gaps(_ranked(rows, top), first_start_ns),
+        long=_gaps([r for r in rows if r["long_gap"]], first_start_ns),
     )
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from nsysreport.sections.idle_gaps import IdleGaps
 from nsysreport.units import fmt_ns, fmt_pct, pct
 
 # Below this mean queue depth the host launched just in time: any delay on it idled the GPU.
@@ -48,8 +49,12 @@ def build_launches(
     return tuple(sorted(out, key=lambda x: (x.rank, x.file, x.pid, x.device_id, x.stream_id)))
 
 
-def launch_sentence(streams: Sequence[LaunchStream]) -> str | None:
-    """The busiest stream's launches in a sentence (None without kernels)."""
+def launch_sentence(
+    streams: Sequence[LaunchStream], idle_gaps: IdleGaps | None = None
+) -> str | None:
+    """The busiest stream's launches in a sentence (None without kernels). With idle time
+    concentrated in long gaps (`idle_gaps`), it says that the queue is measured at launches,
+    within the bursts of launches between those gaps, whatever the queue's depth."""
     busy = [s for s in streams if s.kernels]
     if not busy:
         return None
@@ -69,6 +74,12 @@ def launch_sentence(streams: Sequence[LaunchStream]) -> str | None:
         f"{fmt_ns(s.latency_p99_ns)}), with {s.queue_mean:.1f} kernels queued ahead of it on "
         "average"
     )
+    if idle_gaps is not None and idle_gaps.summary is not None:
+        n = idle_gaps.gaps
+        text += (
+            " (at its launch: a depth within the bursts of launches, which says nothing of the "
+            f"{n} long idle gap{'' if n == 1 else 's'} between them)"
+        )
     if s.queue_mean < JUST_IN_TIME_QUEUE:
         text += ": the host launched just in time, so any delay on the host idled the GPU"
     return text + "."

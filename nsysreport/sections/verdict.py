@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from nsysreport.sections.collectives import CollectiveReport, Stragglers
 from nsysreport.sections.data_path import COPY_NAMES, DataPathRow
 from nsysreport.sections.gpu_breakdown import GpuReport
+from nsysreport.sections.idle_gaps import IdleGaps, idle_gaps
 from nsysreport.sections.layers import OUTSIDE, LayerAcrossGpus
 from nsysreport.units import fmt_ns, pct
 
@@ -66,6 +67,9 @@ class Bottleneck:
     # share of all GPUs' span inside CUDA graphs traced as a whole (never idle, never host time);
     # None when the trace has no such graph launches
     graph_opaque_pct: float | None = None
+    # the long idle gaps and what the host was doing in them; None when no GPU idles (and for
+    # little_gpu_work)
+    idle_gaps: IdleGaps | None = None
 
 
 def bottleneck(
@@ -109,7 +113,15 @@ def bottleneck(
     straggler = _straggler(stragglers, gpus)
     where = "the GPU" if len(gpus) == 1 else f"the {len(gpus)} GPUs"
     sit = "sits" if len(gpus) == 1 else "sit"
-    sentence = _SENTENCES[stage].format(share=share, gain=gain, where=where, sit=sit)
+    idle = idle_gaps(gpus, kineto)
+    concentrated = idle.summary if idle is not None else None
+    # Idle time in a few long gaps is the host busy elsewhere, not launches falling behind.
+    waiting = "for the host" if concentrated else "for kernel launches or synchronisation"
+    sentence = _SENTENCES[stage].format(
+        share=share, gain=gain, where=where, sit=sit, waiting=waiting
+    )
+    if stage == "host" and concentrated:
+        sentence += " " + concentrated
     if stage == "communication":
         sentence += _dominant_op(collectives, len(gpus)) + _worst_layer(layers)
     if stage == "memcpy":
@@ -131,7 +143,7 @@ def bottleneck(
                 sentence = note + " Of the time the trace does record: " + sentence
             else:
                 sentence += " " + note
-    return Bottleneck(stage, share, gain, straggler, sentence, graph_pct)
+    return Bottleneck(stage, share, gain, straggler, sentence, graph_pct, idle)
 
 
 def little_gpu_work(
@@ -192,9 +204,8 @@ _SENTENCES = {
         "{gain:.1f}%."
     ),
     "host": (
-        "The host is the bottleneck: {where} {sit} idle {share:.1f}% of the time waiting for "
-        "kernel launches or synchronisation; removing the idle time would cut the span by "
-        "{gain:.1f}%."
+        "The host is the bottleneck: {where} {sit} idle {share:.1f}% of the time waiting "
+        "{waiting}; removing the idle time would cut the span by {gain:.1f}%."
     ),
 }
 

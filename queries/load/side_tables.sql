@@ -35,8 +35,12 @@
 -- it (NULL: none); verdict `listed`, `renumbered` (the list numbers it listed_id), `stray`
 -- (left out: unusable_row), `unmatched` (a GPU the list does not describe) or `no list`.
 --
+-- python_call: the Python frames a PyTorch profiler trace recorded (with_stack=True: Kineto's
+-- `python_function` events) that last at least 100 µs (kineto_python), as "file(line):
+-- function" names; what an idle gap's host cause can name (gap_top). Empty for nsys exports.
+--
 -- Writes: load_skipped, load_kept, nvtx_unloaded, source_table, comm_group_launch, job_world,
---   nccl_payload, op_call, gpu_device
+--   nccl_payload, op_call, gpu_device, python_call
 CREATE TABLE load_skipped (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE load_kept (source VARCHAR, reason VARCHAR, count BIGINT);
 CREATE TABLE nvtx_unloaded (count BIGINT);
@@ -54,3 +58,6 @@ CREATE TABLE op_call (
     types VARCHAR, concrete VARCHAR, source VARCHAR
 );
 CREATE TABLE gpu_device (device_id BIGINT, row_count BIGINT, listed_id BIGINT, verdict VARCHAR);
+CREATE TABLE python_call (
+    row_id BIGINT, globalTid BIGINT, "start" BIGINT, "end" BIGINT, name VARCHAR
+);
