@@ -28,8 +28,18 @@ REPORT_START = re.compile(rb'\s*\{\s*"schema_version"\s*:')
 # fit_alpha_ns: the data path's fitted per-call cost, negative when the line fits no cost
 SIGNED = frozenset({"start_ns", "end_ns", "offset_ns", "coarse_offset_ns", "fit_alpha_ns"})
 # A share of a whole that can pass 100: a straggler's waiting against the others' exposed comm;
-# a stage's bandwidth against a ceiling it beat (a ceiling too low, or durations too short).
-UNBOUNDED_PCT = frozenset({"share_of_exposed_comm_pct", "utilisation_pct", "sampled_link_pct"})
+# a stage's bandwidth against a ceiling it beat (a ceiling too low, or durations too short);
+# FLOP/s against a peak they beat (a peak too low, shapes that overcount: the ledger's above_roof).
+UNBOUNDED_PCT = frozenset(
+    {
+        "share_of_exposed_comm_pct",
+        "utilisation_pct",
+        "sampled_link_pct",
+        "mfu_pct",
+        "step_mfu_pct",
+        "span_mfu_pct",
+    }
+)
 INT64 = 1 << 63  # every whole number of a report fits DuckDB's BIGINT
 
 

@@ -422,6 +422,17 @@ def test_the_section_survives_the_json_round_trip(tmp_path: Path) -> None:
     assert again.compute == r.compute
 
 
+def test_mfu_above_a_peak_given_too_low_survives_the_json_round_trip(tmp_path: Path) -> None:
+    # 2 x 512^3 FLOPs in 10 us = 26.8 TFLOP/s against a given peak of 10: MFU 268 %, which the
+    # report holds as measured (and the roof check names); its JSON must read back.
+    given = Facts(peak_tflops={"bf16": 10.0})
+    r = _report(tmp_path, [mm(512, 512, 512, 10)], gpu_name=None, facts=given, above_roof=True)
+    assert r.compute is not None and r.compute.families[0].above_roof
+    assert r.compute.families[0].mfu_pct == pytest.approx(100 * 2 * 512**3 / 10e-6 / 1e12 / 10)
+    again = Report.from_json(json.loads(json.dumps(as_json(r))), "r.json")
+    assert again.compute == r.compute
+
+
 def test_the_gate_checks_mfu(tmp_path: Path) -> None:
     r = _report(tmp_path, [mm(4096, 4096, 4096, 1000)])
     metric, selector = metric_of("mfu_pct")
