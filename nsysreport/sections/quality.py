@@ -53,6 +53,8 @@ LEDGER_CLASSES = {
     "a device that is not a number: the event's pid as its device": "defaulted_device",
     "text that is not JSON: ignored": "unparsed_metadata",
     "payload that does not fit its schema: ignored": "unparsed_metadata",
+    "a wait for a late-starting rank: left out of the times": "late_start",
+    "an end before a late-starting rank arrived: left out of the times": "late_start",
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
 # What a kept row's caveat says was done with it; a skipped row is left out.

@@ -5,15 +5,33 @@
 -- counted as compute (class other); GPU rows that end before they start, counted with no
 -- time (docs/metrics.md); kernels with no correlation id, counted with no launch (so in no
 -- NVTX range); rows a loader kept with a value taken from elsewhere (load_kept); a metadata
--- value read as JSON that is not JSON, ignored (gpu_hardware).
+-- value read as JSON that is not JSON, ignored (gpu_hardware). On a GPU whose first collective
+-- waited seconds for a late-starting rank (late_start_wait): that kernel, and the activities
+-- that ended before it did, left out of the times (the activity view clips them to the
+-- GPU's analysed window).
 --
--- Reads: META_DATA_EXPORT, kernel, load_kept, memcpy, skipped_row
+-- Reads: META_DATA_EXPORT, graph_launch, kernel, late_start_wait, load_kept, memcpy,
+--   skipped_row
 --
 -- Columns:
 --   kind     VARCHAR   skipped or kept
 --   source   VARCHAR   raw table the rows come from, e.g. CUPTI_ACTIVITY_KIND_KERNEL
 --   reason   VARCHAR   why they were skipped, or the caveat
 --   count    BIGINT    how many rows
+WITH cut AS (SELECT DISTINCT pid, device_id, cut_ns FROM late_start_wait),
+before_cut AS (
+    -- The activities of such a GPU that ended by its cut, the waits aside.
+    SELECT 'CUPTI_ACTIVITY_KIND_KERNEL' AS source, k.kernel_id AS id, k.pid, k.device_id,
+        k.end_ns
+    FROM kernel AS k
+    WHERE k.kernel_id NOT IN (SELECT kernel_id FROM late_start_wait)
+    UNION ALL
+    SELECT 'CUPTI_ACTIVITY_KIND_' || upper(source), memcpy_id, pid, device_id, end_ns
+    FROM memcpy
+    UNION ALL
+    SELECT 'CUPTI_ACTIVITY_KIND_GRAPH_TRACE', graph_launch_id, pid, device_id, end_ns
+    FROM graph_launch
+)
 SELECT kind, source, reason, count
 FROM (
     SELECT 'skipped' AS kind, source, reason, count FROM skipped_row
@@ -45,6 +63,17 @@ FROM (
     FROM memcpy
     WHERE end_ns < start_ns
     GROUP BY source
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_KERNEL',
+        'a wait for a late-starting rank: left out of the times', count(*)
+    FROM late_start_wait
+    UNION ALL
+    SELECT 'kept', b.source, 'an end before a late-starting rank arrived: left out of the times',
+        count(*)
+    FROM before_cut AS b
+    JOIN cut AS c ON c.pid = b.pid AND c.device_id = b.device_id
+    WHERE b.end_ns <= c.cut_ns
+    GROUP BY b.source
 )
 WHERE count > 0
 ORDER BY kind DESC, source, reason
