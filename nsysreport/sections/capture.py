@@ -55,6 +55,11 @@ class CaptureFacts:
     graph_replays: int = 0
     graph_kernel_ns: int = 0
     kernel_ns: int = 0
+    # kernels that run past their successor's start on their stream: as programmatic dependent
+    # launch does, or with a duration that cannot be (queries/derived/stream_overlap.sql; 0 in
+    # reports written before these were counted)
+    pdl_overlaps: int = 0
+    impossible_overlaps: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +215,21 @@ def late_start_hint(
     )
 
 
+def stream_overlap_hint(f: CaptureFacts) -> CaptureHint:
+    """Kernels that overlap their successor on one stream, and which kind each is."""
+    total = f.pdl_overlaps + f.impossible_overlaps
+    return CaptureHint(
+        "stream_overlap",
+        f"{fmt_count(total)} {'kernel overlaps' if total == 1 else 'kernels overlap'} the next "
+        f"kernel on {'its' if total == 1 else 'their'} stream: {fmt_count(f.pdl_overlaps)} as "
+        "programmatic dependent launch (PDL) does, the next one starting early and ending "
+        f"after; {fmt_count(f.impossible_overlaps)} with a duration that cannot be, ending at "
+        "or after the next one (or starting with it). Every time counts the overlap once",
+        "nothing to change for PDL; durations that cannot be are the profiler's: re-capture "
+        "with a current nsys and CUDA driver",
+    )
+
+
 def _ranks_named(ranks: Sequence[int]) -> str:
     """`rank 3`, `ranks 0-2`, `ranks 0,4`."""
     if len(ranks) == 1:
@@ -349,6 +369,8 @@ def _hints(f: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> lis
                 "nsys profile --gpu-metrics-devices=all ...",
             )
         )
+    if f.pdl_overlaps or f.impossible_overlaps:
+        hints.append(stream_overlap_hint(f))
     if f.unlaunched_activities or f.open_ranges:
         cut = []
         if f.unlaunched_activities:

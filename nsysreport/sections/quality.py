@@ -55,6 +55,9 @@ LEDGER_CLASSES = {
     "payload that does not fit its schema: ignored": "unparsed_metadata",
     "a wait for a late-starting rank: left out of the times": "late_start",
     "an end before a late-starting rank arrived: left out of the times": "late_start",
+    "a duration that cannot be (past the next kernel on its stream): counted once": (
+        "impossible_duration"
+    ),
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
 # What a kept row's caveat says was done with it; a skipped row is left out.

@@ -37,6 +37,7 @@ WITH calls AS (
     UNION ALL
     SELECT pid, device_id, 'collective', op, message_bytes, duration_ns
     FROM collective
+    WHERE NOT late_start  -- a wait for a late-starting rank moves no bytes in its seconds
 ),
 stats AS (
     SELECT pid, device_id, kind, stage,

@@ -8,10 +8,11 @@
 -- value read as JSON that is not JSON, ignored (gpu_hardware). On a GPU whose first collective
 -- waited seconds for a late-starting rank (late_start_wait): that kernel, and the activities
 -- that ended before it did, left out of the times (the activity view clips them to the
--- GPU's analysed window).
+-- GPU's analysed window). Kernels with a duration that cannot be (stream_overlap's
+-- `impossible`: past the next kernel on their stream), counted once in every time.
 --
 -- Reads: META_DATA_EXPORT, graph_launch, kernel, late_start_wait, load_kept, memcpy,
---   skipped_row
+--   skipped_row, stream_overlap
 --
 -- Columns:
 --   kind     VARCHAR   skipped or kept
@@ -74,6 +75,11 @@ FROM (
     JOIN cut AS c ON c.pid = b.pid AND c.device_id = b.device_id
     WHERE b.end_ns <= c.cut_ns
     GROUP BY b.source
+    UNION ALL
+    SELECT 'kept', 'CUPTI_ACTIVITY_KIND_KERNEL',
+        'a duration that cannot be (past the next kernel on its stream): counted once', count(*)
+    FROM stream_overlap
+    WHERE kind = 'impossible'
 )
 WHERE count > 0
 ORDER BY kind DESC, source, reason
