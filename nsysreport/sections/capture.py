@@ -231,12 +231,17 @@ def stream_overlap_hint(f: CaptureFacts) -> CaptureHint:
 
 
 def _ranks_named(ranks: Sequence[int]) -> str:
-    """`rank 3`, `ranks 0-2`, `ranks 0,4`."""
+    """`rank 3`, `ranks 0-2`, `ranks 0-4,6,7`: runs of three or more as first-last."""
     if len(ranks) == 1:
         return f"rank {ranks[0]}"
-    if len(ranks) > 2 and list(ranks) == list(range(ranks[0], ranks[-1] + 1)):
-        return f"ranks {ranks[0]}-{ranks[-1]}"
-    return "ranks " + ",".join(str(r) for r in ranks)
+    runs: list[list[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = [f"{x[0]}-{x[-1]}" if len(x) > 2 else ",".join(map(str, x)) for x in runs]
+    return "ranks " + ",".join(parts)
 
 
 def _old_export_hint(gaps: Mapping[str, str]) -> CaptureHint:

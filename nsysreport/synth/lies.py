@@ -21,6 +21,7 @@ from nsysreport.synth.trace import ApiCall, Kernel, Memcpy, Memset, NvtxRange, S
 _Copy = TypeVar("_Copy", Memcpy, Memset)
 
 COMM_MARKERS = ("nccl", "rccl")
+MARGIN_NS = 1_000_000  # where a scenario moved before 0 starts instead
 
 
 def is_comm(k: Kernel) -> bool:
@@ -71,13 +72,51 @@ def late_starting_rank(scenario: Scenario, late_pid: int, delay_ns: int) -> Scen
             return a
         return replace(a, start=a.start - delay_ns, end=a.end - delay_ns)
 
-    return replace(
+    out = replace(
         scenario,
         kernels=[moved_kernel(k) for k in kernels],
         memcpys=[moved(m) for m in scenario.memcpys],
         memsets=[moved(m) for m in scenario.memsets],
         api_calls=[moved_call(a) for a in scenario.api_calls],
         nvtx=[moved_range(r) for r in scenario.nvtx],
+    )
+    # A scenario that starts less than `delay_ns` after 0 would now start before it: every
+    # row moves later instead, the earliest to 1 ms (no time, default launches included, is
+    # negative).
+    ops: list[Kernel | Memcpy | Memset] = [*out.kernels, *out.memcpys, *out.memsets]
+    starts = [x.start for x in ops] + [x.launch[0] for x in ops if x.launch is not None]
+    starts += [a.start for a in out.api_calls] + [r.start for r in out.nvtx]
+    earliest = min(starts, default=0)
+    return shifted(out, MARGIN_NS - earliest) if earliest < MARGIN_NS else out
+
+
+def shifted(scenario: Scenario, delta: int) -> Scenario:
+    """Every kernel, copy, memset, API call and NVTX range of `scenario` `delta` ns later."""
+
+    def launch(x: tuple[int, int] | None) -> tuple[int, int] | None:
+        return None if x is None else (x[0] + delta, x[1] + delta)
+
+    return replace(
+        scenario,
+        kernels=[
+            replace(k, start=k.start + delta, end=k.end + delta, launch=launch(k.launch))
+            for k in scenario.kernels
+        ],
+        memcpys=[
+            replace(m, start=m.start + delta, end=m.end + delta, launch=launch(m.launch))
+            for m in scenario.memcpys
+        ],
+        memsets=[
+            replace(m, start=m.start + delta, end=m.end + delta, launch=launch(m.launch))
+            for m in scenario.memsets
+        ],
+        api_calls=[
+            replace(a, start=a.start + delta, end=a.end + delta) for a in scenario.api_calls
+        ],
+        nvtx=[
+            replace(r, start=r.start + delta, end=None if r.end is None else r.end + delta)
+            for r in scenario.nvtx
+        ],
     )
 
 
