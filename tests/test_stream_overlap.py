@@ -15,6 +15,7 @@ Unions: compute [0, 150) + [200, 300) + [400, 500) = 350; communication 100, of 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,7 @@ def test_the_critical_path_counts_an_overlap_once(report: Report) -> None:
     assert path is not None
     assert sum(c.ns for c in path.causes) == path.length_ns == path.end_ns - path.start_ns
     pieces = sorted((p.start_ns, p.end_ns) for p in path.pieces)
-    assert all(a[1] <= b[0] for a, b in zip(pieces, pieces[1:], strict=False))
+    assert all(a[1] <= b[0] for a, b in pairwise(pieces))
 
 
 def test_the_capture_says_which_kind_and_the_ledger_counts_the_impossible(report: Report) -> None:
