@@ -48,6 +48,7 @@ FRAME_QUERIES = (
     "compute_op",
     "compute_step",
     "kernel_layer_total",
+    "analysed_start",
 )
 # The queries that read op_call: without a recorded shape they have no row, and are not run
 # (26 ms of a 0.72 s report on a sample trace, which hundreds of tests build).

@@ -26,6 +26,7 @@ from nsysreport.path_across_files import FilePath, local_walks, stitch
 from nsysreport.patterns import Patterns
 from nsysreport.ranks import assign_ranks
 from nsysreport.report_builder import (
+    analysed_start,
     build,
     build_timeline,
     critical_path_section,
@@ -134,13 +135,14 @@ def build_multi_report(
             )
             report = build(files, ranks, top, facts, clocks)
             middles = [(f.name, f.middle) for f in files]
+            offsets = [c.offset_ns for c in clocks]
+            start = analysed_start([f.frames["analysed_start"] for f in files], offsets)
             del files  # the frames are in the report: let them go before the timeline
 
             def fetch(windows: list[tuple[int, int, int]]) -> list[list[dict[str, Any]]]:
                 tasks = [(job, *w) for job, w in zip(jobs_, windows, strict=True)]
                 return workers.map(file_timeline_rows, tasks)
 
-            offsets = [c.offset_ns for c in clocks]
             spans = step_spans(report.steps)
             timeline = build_timeline(
                 middles, offsets, ranks, spans, fetch, timeline_step, timeline_range
@@ -151,6 +153,7 @@ def build_multi_report(
                 if progress:
                     progress("walking the critical path")
                 basis, step, lo, hi = window
+                lo = lo if start is None else max(lo, min(start, hi))
                 tasks = [(job, lo - off, hi - off) for job, off in zip(jobs_, offsets, strict=True)]
                 walked = stitch(workers.map(file_path_walks, tasks), offsets, lo, hi)
                 path = (

@@ -95,7 +95,8 @@ def build_report(
     )
     # Without steps the path's window is the default timeline's middle one, whatever is drawn.
     middle = part.middle if default or spans else activity_middle(con, True)
-    path = _own_critical_path(con, ranks, report.steps, spans, middle)
+    start = analysed_start([part.frames["analysed_start"]], [0])
+    path = _own_critical_path(con, ranks, report.steps, spans, middle, start)
     return replace(report, timeline=timeline, critical_path=path)
 
 
@@ -105,14 +106,17 @@ def _own_critical_path(
     steps: Sequence[StepReport],
     spans: list[dict[str, Any]],
     middle: dict[str, Any] | None,
+    start: int | None = None,
 ) -> CriticalPath | None:
     """The critical path of the trace loaded in `con` through the window the timeline draws by
     default, whatever the display options: the median step (`spans`: step_span's rows), else
-    the middle of the trace (`middle`: activity_middle's row of it). (A report of several
-    files walks each file's part in its worker: nsysreport.path_across_files.)"""
+    the middle of the trace (`middle`: activity_middle's row of it); never before `start`
+    (analysed_start). (A report of several files walks each file's part in its worker:
+    nsysreport.path_across_files.)"""
     if middle is None:
         return None
     basis, step, lo, hi = choose_window(spans, middle, None, None, None)
+    lo = lo if start is None else max(lo, min(start, hi))
     file = next(iter(ranks))[0] if ranks else ""
     path = critical_path(con, lo, hi, file)
     if path is None:
@@ -145,6 +149,15 @@ def job_window(
     if not known:
         return None
     return choose_window(spans, merged_middle(known), None, None, None)
+
+
+def analysed_start(frames: Sequence[pl.DataFrame], offsets: Sequence[int]) -> int | None:
+    """Where the job's analysis starts (None: from its first activity): the latest cut of any
+    GPU whose first collective waited for a late-starting rank (`frames`: each file's
+    analysed_start rows, `offsets` their clocks'). Before it not every rank was traced, so no
+    critical path walks there."""
+    cuts = [c + off for f, off in zip(frames, offsets, strict=True) for c in f["cut_ns"]]
+    return max(cuts, default=None)
 
 
 def merged_middle(middles: Sequence[tuple[dict[str, Any], int]]) -> dict[str, Any]:
@@ -299,6 +312,7 @@ def build(
     tp = build_tp_structure(rows("layer_collective"), rank, collectives, layers, facts.model)
     with _stacked_tables(files, offsets, ranks) if job is None else nullcontext(job) as tables:
         stragglers = _stragglers(tables, ranks)
+        late_members = _late_members(tables, ranks)
         top_kernels = build_kernels(tables.con, top)
         matrix_ns = matrix_kernel_ns(tables.con)
     launches = build_launches(rows("launch_summary"), rank)
@@ -385,6 +399,8 @@ def build(
             diagnostics=merged_diagnostics(rows("capture_diagnostic")),
             unused=unused_gpus(rows("gpu_listed"), {f.name: f.trace.host for f in files}),
             export_gaps=rows("export_gaps"),
+            late_waits=[{**r, "rank": rank[_key_of(r)]} for r in rows("analysed_start")],
+            late_members=late_members,
         ),
         quality=DataQuality(
             merge_quality((f.name, f.quality) for f in files).items
@@ -405,6 +421,10 @@ def build(
 
 def _key(x: Any) -> GpuKey:
     return (x.file, x.pid, x.device_id)
+
+
+def _key_of(row: Mapping[str, Any]) -> GpuKey:
+    return (row["file"], row["pid"], row["device_id"])
 
 
 def _order(x: Any) -> tuple[int, str, int, int]:
@@ -500,6 +520,18 @@ def _stragglers(tables: JobTables, ranks: Ranks) -> Stragglers:
     return stragglers_of(tuple(gpus), tuple(unmatched))
 
 
+def _late_members(tables: JobTables, ranks: Ranks) -> list[dict[str, Any]]:
+    """late_start_rank's rows over every file's collectives at once, each with its GPU's
+    file, pid, device_id and rank."""
+    out = []
+    for row in run_query(tables.con, "late_start_rank").to_dicts():
+        file, pid, dev = tables.gpus[(row["pid"], row["device_id"])]
+        out.append(
+            {**row, "file": file, "pid": pid, "device_id": dev, "rank": ranks[(file, pid, dev)][0]}
+        )
+    return out
+
+
 # straggler_gpu's windows hold every instance they read; run over this many instances at a
 # time, the merging process's memory stays that of one slice (64 files of 20,000 collectives:
 # 1.28M instances, +390 MB at once, bench_ranks.py).
@@ -577,7 +609,8 @@ def _aligned_instances(
     files: Sequence[FileFrames], offsets: Sequence[int], ranks: Ranks
 ) -> pl.DataFrame:
     """Every file's collective instances as straggler_*.sql read them (op, ordinal, pid,
-    device_id, start_ns), starts on the reference clock, each GPU on its stand-in id.
+    device_id, start_ns, late_start), starts on the reference clock, each GPU on its stand-in
+    id.
 
     The queries key GPUs by (pid, device_id); across files that pair can repeat, so each GPU
     gets a stand-in pid, its position in rank order, and device_id 0. Each file's instances
@@ -592,7 +625,7 @@ def _aligned_instances(
         instances = f.frames.pop("collective_instances")
         frames.append(
             _on_stand_ins(
-                instances.select("op", "ordinal", "pid", "device_id", "start_ns"),
+                instances.select("op", "ordinal", "pid", "device_id", "start_ns", "late_start"),
                 f.name,
                 stand_in,
                 start_ns=pl.col("start_ns") + offset,

@@ -140,9 +140,16 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
     rows += [("Broadcast", k, 0, 300 + k) for k in (1, 2)]
     rows += [("Broadcast", k, 1, 300 + k) for k in (1, 2, 3)]
     rows += [("Barrier", k, 0, 400 + k) for k in (1, 2)]
+    # AllReduce 4: GPU 0 began it 4,000 ns before the others arrived, a wait for a late rank
+    # (late_start): it matches nothing, on any GPU, in a slice or not.
+    rows += [("AllReduce", 4, g, 1000 if g == 0 else 5000) for g in starts]
     collective = pl.DataFrame(
         rows, schema=["op", "ordinal", "pid", "start_ns"], orient="row"
-    ).with_columns(pl.col("op").cast(pl.Categorical), device_id=pl.lit(0, pl.Int64))
+    ).with_columns(
+        pl.col("op").cast(pl.Categorical),
+        device_id=pl.lit(0, pl.Int64),
+        late_start=(pl.col("ordinal") == 4) & (pl.col("pid") == 0),
+    )
     ranks = {("f", g, 0): (g, "test") for g in starts}
 
     def figures(sliced: bool = True) -> list[tuple[int, int, int, int, int, int | None]]:
@@ -163,9 +170,9 @@ def test_stragglers_of_instances_cut_into_slices_are_those_of_all_at_once(
     # By hand: instance 1 waits 30, 20, 0 for GPU 2 (skew 30, caused 50); instance 2 waits 5,
     # 0, 5 for GPU 1 (skew 5, caused 10); instance 3 starts together: no last arriver.
     expected = [(0, 3, 0, 35, 0, None), (1, 3, 1, 20, 10, 5), (2, 3, 1, 5, 50, 30)]
-    assert figures() == expected  # 16 instances: one slice
+    assert figures() == expected  # 19 instances: one slice
     assert figures(sliced=False) == expected  # the query over the whole table at once
-    monkeypatch.setattr(report_builder, "SLICE_INSTANCES", 2)  # 8 slices: one ordinal in each
+    monkeypatch.setattr(report_builder, "SLICE_INSTANCES", 2)  # 10 slices: one ordinal in each
     assert figures() == expected
 
 

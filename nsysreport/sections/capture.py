@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
 from nsysreport.sections.verdict import RECAPTURE, WHOLE_STEPS, WHOLE_STEPS_KINETO
-from nsysreport.units import fmt_count, fmt_pct
+from nsysreport.units import fmt_count, fmt_ns, fmt_pct
 
 if TYPE_CHECKING:
     import duckdb
@@ -27,6 +27,8 @@ TOPIC_LABELS = {
     "window": "a window that cuts the run",
     "unused_gpus": "GPUs that ran nothing",
     "old_export": "an export of nsys 2021 or before",
+    "late_start": "ranks that started apart",
+    "stream_overlap": "kernels that overlap on one stream",
 }
 
 
@@ -53,6 +55,11 @@ class CaptureFacts:
     graph_replays: int = 0
     graph_kernel_ns: int = 0
     kernel_ns: int = 0
+    # kernels that run past their successor's start on their stream: as programmatic dependent
+    # launch does, or with a duration that cannot be (queries/derived/stream_overlap.sql; 0 in
+    # reports written before these were counted)
+    pdl_overlaps: int = 0
+    impossible_overlaps: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +127,17 @@ def build_capture(
     diagnostics: Sequence[Diagnostic] = (),
     unused: Sequence[UnusedGpu] = (),
     export_gaps: Iterable[Mapping[str, Any]] = (),
+    late_waits: Sequence[Mapping[str, Any]] = (),
+    late_members: Sequence[Mapping[str, Any]] = (),
 ) -> Capture:
     """What the capture lacks, most costly first; `graph_opaque_pct` is the verdict's share of
     the GPUs' time inside CUDA graphs traced as a whole; `diagnostics`, nsys's warnings and
     errors; `unused`, the listed GPUs that ran nothing; `export_gaps`, export_gaps' rows of
-    every file (an export of nsys 2021 or before)."""
+    every file (an export of nsys 2021 or before); `late_waits` and `late_members`, the
+    GPUs whose first collective waited for a late-starting rank (late_start_hint)."""
     hints = _hints(facts, graph_opaque_pct, kineto)
+    if late_waits:
+        hints.insert(0, late_start_hint(late_waits, late_members, kineto))
     gaps = {r["missing"]: r["cost"] for r in export_gaps}
     if gaps:
         hints.insert(0, _old_export_hint(gaps))
@@ -164,6 +176,72 @@ def unused_gpus(
         for host, device in sorted(listed)
         if (host, device) not in used
     ]
+
+
+def late_start_hint(
+    waits: Sequence[Mapping[str, Any]], members: Sequence[Mapping[str, Any]], kineto: bool
+) -> CaptureHint:
+    """Ranks that started seconds apart: which ranks' first collective waited, how long
+    (`waits`: analysed_start's rows, each with its GPU's `rank`), and for which ranks, those
+    that arrived last at that instance without waiting (`members`: late_start_rank's rows,
+    each with its GPU's `rank`; none when the late rank is not in the trace)."""
+    waited = sorted({r["rank"] for r in waits})
+    spread = sorted(r["wait_ns"] for r in waits)
+    how_long = (
+        fmt_ns(spread[-1])
+        if spread[0] == spread[-1]
+        else f"{fmt_ns(spread[0])} to {fmt_ns(spread[-1])}"
+    )
+    late = [r for r in members if not r["late_start"] and r["waited_ns"] == 0]
+    first = f"the first collective of {_ranks_named(waited)} waited {how_long}"
+    if late:
+        ranks = sorted({r["rank"] for r in late})
+        by = max(r["late_by_ns"] for r in late)
+        said = f"{_ranks_named(ranks)} started {fmt_ns(by)} after the first rank: {first} for it"
+    else:
+        said = f"{first} for a rank that is not in the trace"
+    return CaptureHint(
+        "late_start",
+        f"{said}, spinning as if communicating; that wait and what ran before it are left out "
+        "of the times (breakdown, steps, critical path), and the instance out of the "
+        "stragglers",
+        "start every rank's profiler at the same step, after a dist.barrier() "
+        "(torch.profiler.profile(schedule=schedule(wait=1, warmup=1, active=3)) stepped on "
+        "every rank)"
+        if kineto
+        else "start every rank's capture at the same step, after a dist.barrier(): nsys "
+        "profile --capture-range=cudaProfilerApi ... with torch.cuda.profiler.start() at that "
+        "step on every rank",
+    )
+
+
+def stream_overlap_hint(f: CaptureFacts) -> CaptureHint:
+    """Kernels that overlap their successor on one stream, and which kind each is."""
+    total = f.pdl_overlaps + f.impossible_overlaps
+    return CaptureHint(
+        "stream_overlap",
+        f"{fmt_count(total)} {'kernel overlaps' if total == 1 else 'kernels overlap'} the next "
+        f"kernel on {'its' if total == 1 else 'their'} stream: {fmt_count(f.pdl_overlaps)} as "
+        "programmatic dependent launch (PDL) does, the next one starting early and ending "
+        f"after; {fmt_count(f.impossible_overlaps)} with a duration that cannot be, ending at "
+        "or after the next one (or starting with it). Every time counts the overlap once",
+        "nothing to change for PDL; durations that cannot be are the profiler's: re-capture "
+        "with a current nsys and CUDA driver",
+    )
+
+
+def _ranks_named(ranks: Sequence[int]) -> str:
+    """`rank 3`, `ranks 0-2`, `ranks 0-4,6,7`: runs of three or more as first-last."""
+    if len(ranks) == 1:
+        return f"rank {ranks[0]}"
+    runs: list[list[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    parts = [f"{x[0]}-{x[-1]}" if len(x) > 2 else ",".join(map(str, x)) for x in runs]
+    return "ranks " + ",".join(parts)
 
 
 def _old_export_hint(gaps: Mapping[str, str]) -> CaptureHint:
@@ -296,6 +374,8 @@ def _hints(f: CaptureFacts, graph_opaque_pct: float | None, kineto: bool) -> lis
                 "nsys profile --gpu-metrics-devices=all ...",
             )
         )
+    if f.pdl_overlaps or f.impossible_overlaps:
+        hints.append(stream_overlap_hint(f))
     if f.unlaunched_activities or f.open_ranges:
         cut = []
         if f.unlaunched_activities:

@@ -56,6 +56,11 @@ LEDGER_CLASSES = {
     "text that is not JSON: ignored": "unparsed_metadata",
     "payload that does not fit its schema: ignored": "unparsed_metadata",
     "a device the GPU list does not hold: counted, with no GPU properties": "unmatched_device",
+    "a wait for a late-starting rank: left out of the times": "late_start",
+    "an end before a late-starting rank arrived: left out of the times": "late_start",
+    "a duration that cannot be (past the next kernel on its stream): counted once": (
+        "impossible_duration"
+    ),
 }
 _UNTYPED = re.compile(r"\S+ is not an integer")  # load_skipped: a value SQLite holds as text
 # A kernel family whose achieved FLOP/s are above its roofline (sections/compute.py).

@@ -30,9 +30,13 @@
 -- comm_channel tells which GPUs' channels form one communicator. `layer` is here for the
 -- per-layer collective analyses, which each joined activity_range again before (5M kernels:
 -- 1.6 s for the three, against about 0.4 s more here). Materialised (CREATE TABLE) when the
--- trace is opened: the collective analyses read it.
+-- trace is opened: the collective analyses read it. `late_start` marks a GPU's first
+-- collective that spun for seconds waiting for a late-starting rank (late_start_wait): it keeps
+-- its place among the instances (the k-th instance is the k-th on every rank), but no straggler
+-- match, collective or communicator statistic counts it.
 --
--- Reads: activity_range, comm_bytes_option, comm_group_launch, comm_world, kernel, nccl_payload
+-- Reads: activity_range, comm_bytes_option, comm_group_launch, comm_world, kernel,
+--   late_start_wait, nccl_payload
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -55,6 +59,7 @@
 --   comm_desc      VARCHAR   the process group's description, as recorded, else NULL
 --   layer          VARCHAR   the label of the innermost layer range around its launch
 --                            (activity_range), NULL outside layers
+--   late_start     BOOLEAN   a wait for a late-starting rank (late_start_wait)
 CREATE TABLE collective AS
 WITH named AS (
     SELECT k.pid, k.device_id, k.kernel_id, k.start_ns, k.end_ns,
@@ -161,9 +166,10 @@ SELECT x.pid, x.device_id, x.kernel_id, x.start_ns, x.end_ns, x.duration_ns, x.o
         WHEN x.comm_hash IS NOT NULL THEN 'nccl payload'
         WHEN sg.comm_group IS NOT NULL THEN 'stream of process group'
         ELSE 'stream' END AS channel_source,
-    x.comm_ranks, x.comm_desc, x.layer
+    x.comm_ranks, x.comm_desc, x.layer, w.kernel_id IS NOT NULL AS late_start
 FROM sized AS x
 JOIN ordinals AS n ON n.kernel_id = x.kernel_id
 LEFT JOIN comm_bytes_option AS o ON o.op = x.op
 LEFT JOIN stream_group AS sg
     ON sg.pid = x.pid AND sg.device_id = x.device_id AND sg.stream_id = x.stream_id
+LEFT JOIN late_start_wait AS w ON w.kernel_id = x.kernel_id

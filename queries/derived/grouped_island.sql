@@ -26,8 +26,11 @@
 -- Built one GPU at a time ($pid, $device_id; nsysreport.queries runs it for each GPU and
 -- appends the rows): every union and window here is within one GPU, so its sorts hold one
 -- GPU's rows, not the whole trace's.
+-- On a GPU whose first collective waited for a late-starting rank, every interval is clipped to
+-- start where that wait ended (late_start_wait.cut_ns), as the activity view clips them: the
+-- wait and what ended before it are in no union.
 --
--- Reads: activity, activity_range, collective, gpu_segment, kernel, memcpy
+-- Reads: activity, activity_range, collective, gpu_segment, kernel, late_start_wait, memcpy
 --
 -- Params:
 --   $pid         BIGINT   -   the GPU's process id
@@ -53,12 +56,33 @@ WITH layer_range AS (
     FROM activity_range
     WHERE role = 'layer' AND pid = $pid AND device_id = $device_id
 ),
+cut AS (
+    -- One row: the GPU's cut, NULL without one (greatest() then passes over it).
+    SELECT max(cut_ns) AS cut_ns FROM late_start_wait WHERE pid = $pid AND device_id = $device_id
+),
 kernels AS (
-    SELECT k.pid, k.device_id, k.start_ns, k.end_ns, k.class,
+    SELECT k.pid, k.device_id, greatest(k.start_ns, c.cut_ns) AS start_ns,
+        greatest(k.end_ns, c.cut_ns) AS end_ns, k.class,
         coalesce(ar.label, '(outside layers)') AS layer
     FROM kernel AS k
+    CROSS JOIN cut AS c
     LEFT JOIN layer_range AS ar ON ar.source = 'kernel' AND ar.activity_id = k.kernel_id
-    WHERE k.pid = $pid AND k.device_id = $device_id AND k.end_ns > k.start_ns
+    WHERE k.pid = $pid AND k.device_id = $device_id
+        AND greatest(k.end_ns, c.cut_ns) > greatest(k.start_ns, c.cut_ns)
+),
+clipped_collective AS (
+    SELECT x.pid, x.device_id, x.op, x.channel, greatest(x.start_ns, c.cut_ns) AS start_ns,
+        greatest(x.end_ns, c.cut_ns) AS end_ns
+    FROM collective AS x
+    CROSS JOIN cut AS c
+    WHERE x.pid = $pid AND x.device_id = $device_id
+),
+clipped_copy AS (
+    SELECT m.pid, m.device_id, m.stage, greatest(m.start_ns, c.cut_ns) AS start_ns,
+        greatest(m.end_ns, c.cut_ns) AS end_ns
+    FROM memcpy AS m
+    CROSS JOIN cut AS c
+    WHERE m.pid = $pid AND m.device_id = $device_id
 ),
 members AS (
     SELECT pid, device_id, 'layer' AS grouping, layer AS group_key, 'compute' AS part,
@@ -72,10 +96,10 @@ members AS (
     FROM kernels WHERE class = 'comm'
     UNION ALL
     SELECT pid, device_id, 'op', op, 'comm', start_ns, end_ns
-    FROM collective WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
+    FROM clipped_collective WHERE end_ns > start_ns
     UNION ALL
     SELECT pid, device_id, 'comm', channel, 'comm', start_ns, end_ns
-    FROM collective WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
+    FROM clipped_collective WHERE end_ns > start_ns
     UNION ALL
     SELECT a.pid, a.device_id, 'layer', coalesce(ar.label, '(outside layers)'), 'memcpy',
         a.start_ns, a.end_ns
@@ -85,7 +109,7 @@ members AS (
         AND a.end_ns > a.start_ns
     UNION ALL
     SELECT pid, device_id, 'copy', stage, 'memcpy', start_ns, end_ns
-    FROM memcpy WHERE pid = $pid AND device_id = $device_id AND end_ns > start_ns
+    FROM clipped_copy WHERE end_ns > start_ns
 ),
 groups AS (
     -- Integer ids for the groups: the sorts below then compare numbers, not layer names.

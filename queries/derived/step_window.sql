@@ -6,8 +6,11 @@
 -- Materialised (CREATE TABLE) when the trace is opened: the step breakdown and the timeline
 -- read it. It keeps the step's counts of what it holds too (the step breakdown's), so the
 -- placement of every activity (the activity_step view) is computed once and not stored.
+-- On a GPU whose analysis starts after a wait for a late-starting rank (late_start_wait), a
+-- step whose activities all ended by then (each a row of no time at the cut, the activity
+-- view) is no step of that GPU; one that runs across the cut starts there.
 --
--- Reads: activity_step
+-- Reads: activity_step, late_start_wait
 --
 -- Columns:
 --   pid            BIGINT    process id
@@ -34,8 +37,12 @@ WITH windows AS (
             AS comm_sum_ns
     FROM activity_step AS a
     GROUP BY a.pid, a.device_id, a.range_id
-)
-SELECT pid, device_id, range_id, name, step_index,
-    row_number() OVER (PARTITION BY pid, device_id ORDER BY start_ns, range_id) AS step_ordinal,
-    start_ns, end_ns, activity_count, kernel_count, comm_kernel_count, comm_sum_ns
-FROM windows
+),
+cut AS (SELECT DISTINCT pid, device_id, cut_ns FROM late_start_wait)
+SELECT w.pid, w.device_id, w.range_id, w.name, w.step_index,
+    row_number() OVER (PARTITION BY w.pid, w.device_id ORDER BY w.start_ns, w.range_id)
+        AS step_ordinal,
+    w.start_ns, w.end_ns, w.activity_count, w.kernel_count, w.comm_kernel_count, w.comm_sum_ns
+FROM windows AS w
+LEFT JOIN cut AS c ON c.pid = w.pid AND c.device_id = w.device_id
+WHERE c.cut_ns IS NULL OR w.end_ns > c.cut_ns

@@ -10,7 +10,7 @@
 -- whether they were recorded, even when no sample is usable (gpu_metric_summary reads them).
 --
 -- Reads: NVTX_EVENTS, activity, collective, graph_node_origin, kernel, launch, nvtx_range,
---   nvtx_role_range, nvtx_unloaded, source_table
+--   nvtx_role_range, nvtx_unloaded, source_table, stream_overlap
 --
 -- Columns:
 --   activities               BIGINT    GPU activities (kernels, copies, memsets, graph launches)
@@ -31,6 +31,8 @@
 --   graph_kernel_ns          BIGINT    Σ durations of the kernels replayed from graphs
 --   kernel_ns                BIGINT    Σ durations of all kernels
 --   gpu_metrics              BOOLEAN   the file holds GPU metric samples
+--   pdl_overlaps             BIGINT    kernels overlapping the next on their stream as PDL does
+--   impossible_overlaps      BIGINT    kernels whose duration cannot be (stream_overlap)
 SELECT
     a.activities,
     (SELECT count(*) FROM launch) AS api_calls,
@@ -64,7 +66,9 @@ SELECT
         WHERE graph_node_id IS NOT NULL OR graph_id IS NOT NULL) AS graph_kernel_ns,
     (SELECT coalesce(sum(greatest(end_ns - start_ns, 0)), 0)::BIGINT FROM kernel) AS kernel_ns,
     EXISTS (SELECT 1 FROM source_table WHERE name IN ('GPU_METRICS', 'TARGET_INFO_GPU_METRICS'))
-        AS gpu_metrics
+        AS gpu_metrics,
+    (SELECT count(*) FROM stream_overlap WHERE kind = 'pdl') AS pdl_overlaps,
+    (SELECT count(*) FROM stream_overlap WHERE kind = 'impossible') AS impossible_overlaps
 FROM (SELECT count(*) AS activities FROM activity) AS a
 WHERE a.activities > 0  -- a trace with no GPU activity has nothing to describe: no row
 ORDER BY a.activities

@@ -13,6 +13,7 @@
 --   device_id   BIGINT    nsys GPU id
 --   start_ns    BIGINT    kernel start
 --   end_ns      BIGINT    kernel end
-SELECT op, ordinal, pid, device_id, start_ns, end_ns
+--   late_start  BOOLEAN   a wait for a late-starting rank (collective.late_start)
+SELECT op, ordinal, pid, device_id, start_ns, end_ns, late_start
 FROM collective
 ORDER BY pid, device_id, op, ordinal

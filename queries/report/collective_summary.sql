@@ -12,7 +12,9 @@
 -- larger), and group_source is the source most of those kernels name (a tie: the first by
 -- name). Kernels of unknown size do not vote; when none has a size, group_gpus is NULL and so
 -- is the bus bandwidth of all-reduce, all-gather, reduce-scatter and all-to-all (every other op's factor
--- is 1 whatever n is: its bus bandwidth is the algorithm bandwidth).
+-- is 1 whatever n is: its bus bandwidth is the algorithm bandwidth). A first collective that
+-- waited for a late-starting rank (collective.late_start) is no instance of its op here: its
+-- length is how far apart the ranks started, not a transfer.
 --
 -- Reads: collective, comm_channel, grouped_island
 --
@@ -43,6 +45,7 @@ WITH stats AS (
         sum(message_bytes)::BIGINT AS total_bytes,
         sum(duration_ns) FILTER (message_bytes IS NOT NULL) AS timed_ns
     FROM collective
+    WHERE NOT late_start
     GROUP BY pid, device_id, op
 ),
 sized AS (

@@ -15,5 +15,6 @@
 SELECT c.pid, c.device_id, coalesce(c.layer, '(outside layers)') AS layer, c.channel,
     count(*) AS count, sum(c.duration_ns)::BIGINT AS total_ns
 FROM collective AS c
+WHERE NOT c.late_start  -- a wait for a late-starting rank, as in communicator_summary
 GROUP BY ALL
 ORDER BY c.pid, c.device_id, layer, c.channel

@@ -4,7 +4,9 @@
 -- GPUs comm_channel puts in it), by (op, k-th instance of that op on the member's channel),
 -- for the ops every member ran equally often. In a matched instance each member waits from
 -- its own start to the last start; the last arriver (ties: the lowest pid, device_id) causes
--- the sum of the others' waits. Communicators with one GPU in the trace match nothing.
+-- the sum of the others' waits. Communicators with one GPU in the trace match nothing. An
+-- instance any member began waiting for a late-starting rank (collective.late_start) matches
+-- nothing, as in straggler_gpu.
 --
 -- Reads: collective, comm_channel
 --
@@ -17,7 +19,7 @@
 --   wait_ns             BIGINT    total time this GPU waited for the last arriver
 --   caused_wait_ns      BIGINT    total wait this GPU caused the others as last arriver
 WITH kernels AS (
-    SELECT g.communicator, c.op, c.pid, c.device_id, c.start_ns,
+    SELECT g.communicator, c.op, c.pid, c.device_id, c.start_ns, c.late_start,
         row_number() OVER (
             PARTITION BY c.pid, c.device_id, c.channel, c.op ORDER BY c.start_ns, c.kernel_id
         ) AS k
@@ -26,6 +28,7 @@ WITH kernels AS (
         ON g.pid = c.pid AND g.device_id = c.device_id AND g.channel = c.channel
     WHERE g.member_gpus > 1
 ),
+late AS (SELECT DISTINCT communicator, op, k FROM kernels WHERE late_start),
 counts AS (SELECT communicator, op, pid, device_id, count(*) AS n FROM kernels GROUP BY ALL),
 matched_ops AS (
     SELECT communicator, op FROM counts GROUP BY ALL HAVING count(*) > 1 AND min(n) = max(n)
@@ -39,6 +42,7 @@ instances AS (
         ) AS arrival_from_last
     FROM kernels AS c
     JOIN matched_ops AS m ON m.communicator = c.communicator AND m.op = c.op
+    ANTI JOIN late AS l ON l.communicator = c.communicator AND l.op = c.op AND l.k = c.k
     WINDOW w AS (PARTITION BY c.communicator, c.op, c.k)
 ),
 caused AS (

@@ -10,6 +10,7 @@
 -- all-to-all, x 1 otherwise, with n the communicator's group size (comm_channel.group_size);
 -- NULL when no size is known, or n is and an op needs it. in_layer counts the kernels launched
 -- inside a layer range (the role heuristics of nsysreport.sections.communicators read it).
+-- A wait for a late-starting rank (collective.late_start) counts in none of these.
 --
 -- Reads: collective, comm_channel, grouped_island
 --
@@ -45,6 +46,7 @@ WITH kernels AS (
     FROM collective AS c
     JOIN comm_channel AS g
         ON g.pid = c.pid AND g.device_id = c.device_id AND g.channel = c.channel
+    WHERE NOT c.late_start
 ),
 per_op AS (
     SELECT pid, device_id, channel, op, sum(duration_ns) AS op_ns

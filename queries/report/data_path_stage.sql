@@ -45,6 +45,7 @@ WITH calls AS (
     UNION ALL
     SELECT pid, device_id, 'collective', op, message_bytes, duration_ns, NULL
     FROM collective
+    WHERE NOT late_start  -- a wait for a late-starting rank moves no bytes in its seconds
 ),
 time_sorted AS (
     -- Each sized call with the time of the calls of its size or smaller before it (ties in any

@@ -8,8 +8,10 @@
 -- captured), else `(outside layers)`. Time is the sum of durations, as kernel_gpu_total's
 -- (overlapping kernels both count); activities with end <= start count as instances with zero
 -- time. Small: GPUs x names x layers (a transformer runs the same few names in every layer).
+-- On a GPU whose analysis starts after a wait for a late-starting rank, each counts only its
+-- time after the cut, as in kernel_gpu_total.
 --
--- Reads: activity_range, kernel, kernel_name, memcpy
+-- Reads: activity_range, kernel, kernel_name, late_start_wait, memcpy
 --
 -- Columns:
 --   pid           BIGINT    process id
@@ -28,13 +30,21 @@ WITH names AS (
     FROM (SELECT DISTINCT class, name FROM kernel_name
         UNION SELECT DISTINCT 'memcpy', name FROM memcpy)
 ),
-items AS (
+recorded AS (
     SELECT 'kernel' AS source, kernel_id AS activity_id, pid, device_id, class, name,
-        greatest(duration_ns, 0) AS duration_ns
+        start_ns, end_ns
     FROM kernel
     UNION ALL
-    SELECT source, memcpy_id, pid, device_id, 'memcpy', name, greatest(duration_ns, 0)
+    SELECT source, memcpy_id, pid, device_id, 'memcpy', name, start_ns, end_ns
     FROM memcpy
+),
+cut AS (SELECT DISTINCT pid, device_id, cut_ns FROM late_start_wait),
+items AS (
+    -- greatest() passes over a NULL cut: a GPU without a wait keeps its times.
+    SELECT r.source, r.activity_id, r.pid, r.device_id, r.class, r.name,
+        greatest(r.end_ns - greatest(r.start_ns, c.cut_ns), 0) AS duration_ns
+    FROM recorded AS r
+    LEFT JOIN cut AS c ON c.pid = r.pid AND c.device_id = r.device_id
 ),
 keyed AS (
     SELECT i.source, i.activity_id, i.pid, i.device_id, n.name_key, i.duration_ns

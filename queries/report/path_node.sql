@@ -95,7 +95,10 @@ gpu_node AS (
     SELECT a.source, a.activity_id, a.pid, a.global_pid, a.device_id, a.stream_id,
         a.correlation_id, a.start_ns, greatest(a.end_ns, a.start_ns) AS end_ns, a.class,
         coalesce(k.name, m.name, '[CUDA graph]') AS name, r.label AS layer,
-        c.op, c.ordinal
+        -- A wait for a late-starting rank is no instance the path crosses at (it lies before
+        -- its GPU's analysed window in any case: the activity view).
+        CASE WHEN NOT c.late_start THEN c.op END AS op,
+        CASE WHEN NOT c.late_start THEN c.ordinal END AS ordinal
     FROM in_window AS a
     LEFT JOIN kernel AS k
         ON k.kernel_id = CASE WHEN a.source = 'kernel' THEN a.activity_id END

@@ -5,7 +5,10 @@
 -- straggler_unmatched). In a matched instance each GPU waits from its own start to the last
 -- start (inside the collective kernel, for the slowest rank); the last arriver causes the sum
 -- of the others' waits. Ties for last go to the lowest (pid, device_id); an instance with no
--- skew has no last arriver. The straggler is the GPU with the largest caused_wait_ns.
+-- skew has no last arriver. The straggler is the GPU with the largest caused_wait_ns. An
+-- instance that any GPU began seconds before a late-starting rank arrived (collective's
+-- late_start: the first collective of ranks that started tracing apart) matches nothing: its
+-- skew is when the ranks started, not how fast they run.
 --
 -- Reads: collective
 --
@@ -17,7 +20,8 @@
 --   wait_ns             BIGINT    total time this GPU waited for the last arriver
 --   caused_wait_ns      BIGINT    total wait this GPU caused the others as last arriver
 --   max_skew_ns         BIGINT    largest start skew of an instance it arrived last at
-WITH counts AS (SELECT op, pid, device_id, count(*) AS n FROM collective GROUP BY ALL),
+WITH late AS (SELECT DISTINCT op, ordinal FROM collective WHERE late_start),
+counts AS (SELECT op, pid, device_id, count(*) AS n FROM collective GROUP BY ALL),
 matched_ops AS (
     SELECT op FROM counts GROUP BY op HAVING count(*) > 1 AND min(n) = max(n)
 ),
@@ -31,6 +35,7 @@ instances AS (
         ) AS arrival_from_last
     FROM collective AS c
     JOIN matched_ops AS m ON m.op = c.op
+    ANTI JOIN late AS l ON l.op = c.op AND l.ordinal = c.ordinal
 ),
 caused AS (
     SELECT op, ordinal, sum(wait_ns) AS caused_ns FROM instances GROUP BY op, ordinal

@@ -37,6 +37,7 @@ from fuzzing import mutate, seeds
 from fuzzing.oracle import fingerprint, first_difference
 
 KERNEL = "CUPTI_ACTIVITY_KIND_KERNEL"
+GRAPH = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 SQLITE_SEEDS = ("synth", "synth_2022", "sample", "rtx3080")
 KINETO_SEEDS = ("kineto",)
 Ledger = Counter[tuple[str, str]]  # (class, table) -> rows
@@ -53,6 +54,11 @@ class Effect:
     reference: Callable[[Path], None] | None = None
     ledger: dict[tuple[str, str], int] = field(default_factory=dict)
     may_fail: bool = False
+    # How much of the reference's numbers must hold (oracle.fingerprint): `full`; `steps` (per
+    # GPU, step and layer, not the collectives' counts); `gpus` (per-GPU times only).
+    level: str = "full"
+    # What capture.facts must count beyond the reference's: {"pdl_overlaps": 1}.
+    facts: dict[str, int] = field(default_factory=dict)
 
 
 Mutation = Callable[[Path, random.Random], Effect | None]  # None: does not apply to this seed
@@ -336,6 +342,145 @@ def unparsed_metadata(path: Path, rng: random.Random) -> Effect | None:
     )
 
 
+def _lanes(path: Path) -> list[tuple[int, int, int, int, int, int, int]]:
+    """Each kernel with time and its successor on its stream: (rowid, start, end, next rowid,
+    next start, next end, whether both have one name and it is not a communication kernel's:
+    a sum of communication time would count the stretch), in start order."""
+    con = sqlite3.connect(path)
+    try:
+        return con.execute(
+            f"""SELECT rowid, start, "end", next_id, next_start, next_end,
+                demangledName = next_name AND lower(s.value) NOT LIKE '%nccl%'
+            FROM (
+                SELECT rowid, start, "end", demangledName,
+                    lead(rowid) OVER w AS next_id, lead(start) OVER w AS next_start,
+                    lead("end") OVER w AS next_end, lead(demangledName) OVER w AS next_name
+                FROM {KERNEL}
+                WHERE "end" > start
+                WINDOW w AS (PARTITION BY globalPid, deviceId, streamId ORDER BY start, rowid)
+            )
+            JOIN StringIds AS s ON s.id = demangledName
+            WHERE next_id IS NOT NULL ORDER BY start, rowid"""
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def overlapping_durations(path: Path, rng: random.Random) -> Effect | None:
+    """A kernel's end stretched past its successor's start on its stream (a kernel of the same
+    name, so of the same class): into it, as programmatic dependent launch overlaps, or to its
+    end, a duration that cannot be. Its reference ends the kernel where the successor starts:
+    the union of every class is the same, so every per-GPU time must be (the overlap counted
+    once); steps and layers may differ, the kernel's end being later in one than the other."""
+    pairs = [r for r in _lanes(path) if r[6] and r[2] <= r[4] and r[5] - r[4] >= 2]
+    if not pairs:
+        return None
+    row, _, _, _, next_start, next_end, _ = rng.choice(pairs)
+    impossible = rng.random() < 0.5
+    end = next_end if impossible else next_start + (next_end - next_start) // 2
+    _sql(path, f'UPDATE {KERNEL} SET "end" = {end} WHERE rowid = {row}')
+
+    def reference(ref: Path) -> None:
+        _sql(ref, f'UPDATE {KERNEL} SET "end" = {next_start} WHERE rowid = {row}')
+
+    kind = "impossible" if impossible else "pdl"
+    return Effect(
+        f"kernel {row} ends at {end}, {end - next_start} ns into its successor ({kind})",
+        reference,
+        {("impossible_duration", KERNEL): 1} if impossible else {},
+        level="gpus",
+        facts={f"{kind}_overlaps": 1},
+    )
+
+
+def _shift_times(path: Path, delta: int) -> None:
+    """Every time of every table (columns start, end, timestamp) `delta` ns later."""
+    with mutate.writable(path) as con:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for table in tables:
+            for name, _ in mutate._columns(con, table):
+                if name in ("start", "end", "timestamp"):
+                    con.execute(f'UPDATE "{table}" SET "{name}" = "{name}" + {delta}')
+
+
+def late_starting_rank(path: Path, rng: random.Random) -> Effect | None:
+    """One GPU's rank starts seconds late: every other GPU's first communication kernel is
+    launched that much earlier and spins until it arrives (its start moved back, its end kept;
+    what ended before it moved back alike; the capture's duration grows to hold it). Its
+    reference is the seed with each such GPU's rows clipped to start where that kernel ends,
+    as the report clips them: every time per GPU, step and layer must be the same, and the
+    ledger must count each wait and each row that ended before it. The collectives' counts
+    differ (the wait is no instance there)."""
+    con = sqlite3.connect(path)
+    try:
+        firsts = con.execute(
+            f"""SELECT globalPid, deviceId, min(start) FROM {KERNEL} AS k
+            JOIN StringIds AS s ON s.id = k.demangledName
+            WHERE lower(s.value) LIKE '%nccl%' AND "end" > start
+            GROUP BY globalPid, deviceId ORDER BY globalPid, deviceId"""
+        ).fetchall()
+    finally:
+        con.close()
+    if len(firsts) < 2:
+        return None
+    late = rng.randrange(len(firsts))
+    delay = rng.choice([2, 5, 16]) * 1_000_000_000
+    _shift_times(path, delay)  # room before the capture for the waits (no negative time)
+    firsts = [(gpid, device, start + delay) for gpid, device, start in firsts]
+    ledger: Counter[tuple[str, str]] = Counter()
+    clips = []
+    present = _tables(path)
+    tables = (KERNEL, "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", GRAPH)
+    with mutate.writable(path) as con:
+        for i, (gpid, device, start) in enumerate(firsts):
+            if i == late:
+                continue
+            row, cut = con.execute(
+                f'SELECT rowid, "end" FROM {KERNEL} WHERE globalPid = ? AND deviceId = ? '
+                "AND start = ? ORDER BY rowid LIMIT 1",
+                [gpid, device, start],
+            ).fetchone()
+            con.execute(f"UPDATE {KERNEL} SET start = start - {delay} WHERE rowid = {row}")
+            ledger[("late_start", KERNEL)] += 1
+            gpu = "(globalPid >> 24) & 16777215 = ? AND deviceId = ?"
+            key = [(gpid >> 24) & 16777215, device]
+            for table in (t for t in tables if t in present):
+                (ended,) = con.execute(
+                    f'SELECT count(*) FROM "{table}" WHERE {gpu} AND "end" <= ? AND rowid <> ?',
+                    [*key, cut, row if table == KERNEL else -1],
+                ).fetchone()
+                if ended:
+                    ledger[("late_start", table)] += ended
+                clips.append((table, gpu, key, cut))
+                # The rank ran what came before its first collective that much earlier too (so
+                # no kernel of the wait's stream runs inside it); what runs across the cut
+                # stays, as the reference clips it alike.
+                con.execute(
+                    f'UPDATE "{table}" SET start = start - {delay}, "end" = "end" - {delay} '
+                    f'WHERE {gpu} AND start < ? AND "end" <= ? AND rowid <> ?',
+                    [*key, start, cut, row if table == KERNEL else -1],
+                )
+        if "ANALYSIS_DETAILS" in present:
+            con.execute(f"UPDATE ANALYSIS_DETAILS SET duration = duration + {delay}")
+
+    def reference(ref: Path) -> None:
+        _shift_times(ref, delay)
+        with mutate.writable(ref) as c:
+            for table, gpu, args, cut in clips:
+                c.execute(
+                    f'UPDATE "{table}" SET start = max(start, {cut}), "end" = max("end", {cut}) '
+                    f"WHERE {gpu}",
+                    args,
+                )
+
+    return Effect(
+        f"GPU {late} of {len(firsts)} starts {delay // 10**9} s late",
+        reference,
+        dict(ledger),
+        level="steps",
+    )
+
+
 SQLITE_MUTATIONS: dict[str, tuple[Mutation, int]] = {
     "shuffle_rows": (shuffle_rows, 3),
     "added_column": (added_column, 1),
@@ -351,6 +496,8 @@ SQLITE_MUTATIONS: dict[str, tuple[Mutation, int]] = {
     "end_before_start": (end_before_start, 2),
     "missing_correlation": (missing_correlation, 2),
     "unparsed_metadata": (unparsed_metadata, 1),
+    "overlapping_durations": (overlapping_durations, 2),
+    "late_starting_rank": (late_starting_rank, 2),
 }
 
 
@@ -522,7 +669,10 @@ def _analyse(path: Path) -> tuple[dict[str, Any] | None, str | None]:
 
 
 def _ledger(report: dict[str, Any]) -> Ledger:
-    return Counter({(r["class"], r["table"]): r["rows"] for r in report.get("ledger", [])})
+    out: Ledger = Counter()
+    for r in report.get("ledger", []):  # one class and table may hold several reasons
+        out[(r["class"], r["table"])] += r["rows"]
+    return out
 
 
 def plan(seed: int, index: int) -> tuple[str, str]:
@@ -598,9 +748,13 @@ def _judge(
     if want is None:
         return [f"a report where the reference fails: {want_error}"]
     failures = []
-    a, b = fingerprint(want, "full"), fingerprint(got, "full")
+    a, b = fingerprint(want, effect.level), fingerprint(got, effect.level)
     if a != b:
         failures.append(f"numbers moved: {first_difference(a, b)}")
+    for name, more in effect.facts.items():
+        before, after = (r.get("capture", {}).get("facts", {}).get(name, 0) for r in (want, got))
+        if after != before + more:
+            failures.append(f"capture.facts.{name}: {after}, expected {before} + {more}")
     expected = _ledger(want) + Counter(effect.ledger)
     found = _ledger(got)
     if found != expected:

@@ -50,18 +50,15 @@ def _key(row: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def fingerprint(report: Mapping[str, Any], level: str) -> dict[str, Any]:
-    """The numbers a mutation may not change: per-GPU metrics (`gpus`), or with `full` also
-    steps, layers and collectives. Paths and names of files are left out."""
+    """The numbers a mutation may not change: per-GPU metrics (`gpus`), with `steps` also
+    steps and layers, with `full` also collectives. Paths and names of files are left out."""
     gpus = sorted(report.get("gpus") or [], key=lambda g: str(_key(g)))
     out: dict[str, Any] = {
         "gpus": [(_key(g), tuple(g.get(k) for k in GPU_KEYS)) for g in gpus],
     }
-    if level == "full":
-        for part, keys in (
-            ("steps", STEP_KEYS),
-            ("layers", LAYER_KEYS),
-            ("collectives", COLLECTIVE_KEYS),
-        ):
+    if level in ("full", "steps"):
+        parts = [("steps", STEP_KEYS), ("layers", LAYER_KEYS), ("collectives", COLLECTIVE_KEYS)]
+        for part, keys in parts[: 3 if level == "full" else 2]:
             rows = [(_key(r), tuple(r.get(k) for k in keys)) for r in report.get(part) or []]
             out[part] = sorted(rows, key=repr)
     return out
