@@ -35,6 +35,9 @@ UNREADABLE = (
     KeyError,
     TypeError,
     ValueError,
+    # Random bytes can declare a huge object (a bogus length after a pickle opcode): unpickling
+    # them asks for that much memory and fails before reading on (the fuzzer's cache case 3).
+    MemoryError,
 )
 
 T = TypeVar("T")

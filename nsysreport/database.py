@@ -95,10 +95,15 @@ def out_of_memory_message(inputs: Sequence[object], exc: BaseException) -> str:
     )
     limit = _memory_limit() if os.environ.get(MEMORY_VARIABLE) else f"{_memory_limit()} (default)"
     return (
-        f"{names or 'the report'}: ran out of memory ({str(exc).strip().splitlines()[0]}); "
+        f"{names or 'the report'}: ran out of memory ({_first_line(exc)}); "
         f"DuckDB's limit is {limit}: raise it with {MEMORY_VARIABLE}=4GiB, or run fewer "
         "reports at once"
     )
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _memory_limit() -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nsysreport.database import MEMORY_VARIABLE
+from nsysreport.database import MEMORY_VARIABLE, out_of_memory_message
 from nsysreport.load import open_trace
 from nsysreport.synth import Kernel, NvtxRange, Scenario, write_trace
 
@@ -111,3 +111,11 @@ def test_a_memory_limit_that_is_not_a_size_is_refused(spilling_trace: Path) -> N
     )
     assert run.returncode == 2
     assert run.stderr.strip() == (f"Error: {MEMORY_VARIABLE}='lots': expected a size such as 2GiB")
+
+
+def test_python_running_out_of_memory_is_named_too() -> None:
+    # MemoryError carries no message: the line names the exception instead.
+    line = out_of_memory_message(["a.sqlite", "b.sqlite", "c.sqlite", "d.sqlite"], MemoryError())
+    assert line.startswith(
+        "a.sqlite, b.sqlite, c.sqlite and 1 more: ran out of memory (MemoryError)"
+    )
