@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def pct(part: float, whole: float) -> float | None:
     """100 * part / whole, or None when the whole is zero."""
@@ -38,6 +40,17 @@ def fmt_gbps(value: float | None) -> str:
     if value is None:
         return "–"
     return f"{value:,.0f} GB/s" if abs(value) >= 1000 else f"{value:.3g} GB/s"
+
+
+def fmt_ranks(ranks: Sequence[int]) -> str:
+    """`0-3`, `0,4`, `0-4,6,7`: sorted ranks with each run of three or more as first-last."""
+    runs: list[list[int]] = []
+    for r in ranks:
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ",".join(f"{x[0]}-{x[-1]}" if len(x) > 2 else ",".join(map(str, x)) for x in runs)
 
 
 def fmt_count(n: int | None) -> str:

@@ -35,6 +35,7 @@ from nsysreport.synth.training import (
     TrainingConfig,
     training,
 )
+from nsysreport.units import fmt_ranks
 from nsysreport.user_facts import Facts
 
 from conftest import REPO, SHARED_TRACES
@@ -427,3 +428,19 @@ def test_gate_and_compare_take_comm_group_for_a_trace_whose_roles_the_heuristics
     assert run.exit_code == 0, run.output
     (role,) = json.loads(out.read_text())["roles"]
     assert role["role"] == "dp" and set(role["exposed_comm_ns"]) == {"a", "b"}
+
+
+@pytest.mark.parametrize(
+    ("ranks", "text"),
+    [
+        ([3], "3"),
+        ([0, 4], "0,4"),
+        ([0, 1], "0,1"),
+        ([0, 1, 2, 3], "0-3"),
+        ([0, 1, 2, 3, 4, 6, 7], "0-4,6,7"),
+    ],
+)
+def test_ranks_are_written_with_runs_of_three_or_more_as_first_last(
+    ranks: list[int], text: str
+) -> None:
+    assert fmt_ranks(ranks) == text

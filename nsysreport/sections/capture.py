@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.queries import run_query
 from nsysreport.sections.verdict import RECAPTURE, WHOLE_STEPS, WHOLE_STEPS_KINETO
-from nsysreport.units import fmt_count, fmt_ns, fmt_pct
+from nsysreport.units import fmt_count, fmt_ns, fmt_pct, fmt_ranks
 
 if TYPE_CHECKING:
     import duckdb
@@ -231,17 +231,8 @@ def stream_overlap_hint(f: CaptureFacts) -> CaptureHint:
 
 
 def _ranks_named(ranks: Sequence[int]) -> str:
-    """`rank 3`, `ranks 0-2`, `ranks 0-4,6,7`: runs of three or more as first-last."""
-    if len(ranks) == 1:
-        return f"rank {ranks[0]}"
-    runs: list[list[int]] = []
-    for r in ranks:
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    parts = [f"{x[0]}-{x[-1]}" if len(x) > 2 else ",".join(map(str, x)) for x in runs]
-    return "ranks " + ",".join(parts)
+    """`rank 3`, `ranks 0-2`, `ranks 0-4,6,7`."""
+    return f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {fmt_ranks(ranks)}"
 
 
 def _old_export_hint(gaps: Mapping[str, str]) -> CaptureHint:

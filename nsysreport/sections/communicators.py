@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from nsysreport.errors import OptionError
 from nsysreport.sections.collectives import COUNTED, bus_factor
-from nsysreport.units import pct
+from nsysreport.units import fmt_ranks, pct
 
 if TYPE_CHECKING:
     from nsysreport.sections.steps import StepReport
@@ -168,15 +168,8 @@ def _name(row: Mapping[str, Any], members: Sequence[int], own_rank: int) -> str:
     if row["comm_source"] == "trace metadata":
         return str(row["channel"])
     if row["comm_source"] == "matched instances":
-        return f"{row['channel']}, ranks {_ranks_text(members)}"
+        return f"{row['channel']}, ranks {fmt_ranks(members)}"
     return f"{row['channel']} of rank {own_rank}"
-
-
-def _ranks_text(ranks: Sequence[int]) -> str:
-    """`0-3` for a run of ranks, else `0,4`."""
-    if len(ranks) > 2 and list(ranks) == list(range(ranks[0], ranks[-1] + 1)):
-        return f"{ranks[0]}-{ranks[-1]}"
-    return ",".join(str(r) for r in ranks)
 
 
 def build_communicators(
@@ -412,7 +405,7 @@ def matched_across(
             out.append(r)
             continue
         members = tuple(sorted(ranks[g][0] for g in found))
-        name = f"{r.channel}, ranks {_ranks_text(members)}"
+        name = f"{r.channel}, ranks {fmt_ranks(members)}"
         names[(r.file, r.pid, r.device_id, r.communicator)] = name
         size, source, busbw = r.group_size, r.group_source, r.busbw_gbps
         if whole_job and source in (None, COUNTED):
